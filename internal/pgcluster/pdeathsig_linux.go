@@ -1,0 +1,7 @@
+package pgcluster
+
+import "syscall"
+
+func setParentDeathSignal(attr *syscall.SysProcAttr, sig syscall.Signal) {
+	attr.Pdeathsig = sig
+}

@@ -1,0 +1,145 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ChannelRequestDone is the NOTIFY channel a request's id is sent on when it
+// reaches a final state.
+const ChannelRequestDone = "ledger_request_done"
+
+// Client calls the ledger's SQL API. Every call acts as the principal the
+// pool's login role is mapped to.
+type Client struct {
+	pool     *pgxpool.Pool
+	listener *listener
+	// recheck bounds how long Await can miss a final state whose
+	// notification was lost (a dropped listener connection, say).
+	recheck time.Duration
+}
+
+// NewClient returns a Client over pool. Close it to stop its listener.
+func NewClient(pool *pgxpool.Pool) *Client {
+	return &Client{pool: pool, listener: newListener(pool.Config().ConnConfig, ChannelRequestDone), recheck: time.Second}
+}
+
+// Close stops the listener Await uses. It does not close the pool.
+func (c *Client) Close() { c.listener.close() }
+
+// Submit records a tool request and returns its id. Repeating a call with
+// the same IdempotencyKey returns the first call's id.
+func (c *Client) Submit(ctx context.Context, p SubmitParams) (uuid.UUID, error) {
+	return Submit(ctx, c.pool, p)
+}
+
+// Submit is Client.Submit inside a transaction (or on a connection) the
+// caller owns: the request commits with the caller's own writes.
+func Submit(ctx context.Context, db DBTX, p SubmitParams) (uuid.UUID, error) {
+	input, err := marshalObject(p.Input)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("ledger: submit: %w: %v", ErrInvalidInput, err)
+	}
+	reqCtx, err := json.Marshal(p.Context)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("ledger: submit: %w: context: %v", ErrInvalidInput, err)
+	}
+	var id uuid.UUID
+	err = db.QueryRow(ctx, querySubmit, p.Tool, string(input), nullable(p.RunID), nullable(p.IdempotencyKey), string(reqCtx)).Scan(&id)
+	if err != nil {
+		return uuid.Nil, sqlError("submit", err)
+	}
+	return id, nil
+}
+
+// Cancel cancels a request: at once when it has not started, by telling its
+// executor when it runs. It reports false when the request was already final.
+func (c *Client) Cancel(ctx context.Context, id uuid.UUID, reason string) (bool, error) {
+	var ok bool
+	if err := c.pool.QueryRow(ctx, queryCancel, id, nullable(reason)).Scan(&ok); err != nil {
+		return false, sqlError("cancel", err)
+	}
+	return ok, nil
+}
+
+// Get returns the request with id, or ErrNotFound when it does not exist or
+// belongs to a principal the caller may not see.
+func (c *Client) Get(ctx context.Context, id uuid.UUID) (*Request, error) {
+	var r Request
+	var output []byte
+	err := c.pool.QueryRow(ctx, queryGetRequest, id).Scan(&r.ID, &r.Principal, &r.Tool, &r.RunID, &r.State,
+		&r.ErrorKind, &r.Error, &output, &r.Tier, &r.AttestationDigest, &r.SubmittedAt, &r.FinishedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("ledger: get %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, sqlError("get", err)
+	}
+	r.Output = output
+	return &r, nil
+}
+
+// Await waits until the request reaches a final state and returns it. It
+// listens on ChannelRequestDone and also re-reads the request every second,
+// so a lost notification delays it by at most that. It returns the
+// context's error (wrapped) when ctx ends first, and ErrNotFound at once for
+// a request the caller cannot see.
+func (c *Client) Await(ctx context.Context, id uuid.UUID) (*Request, error) {
+	done, unsubscribe := c.listener.subscribe(ctx, id.String())
+	defer unsubscribe()
+	ticker := time.NewTicker(c.recheck)
+	defer ticker.Stop()
+	for {
+		r, err := c.Get(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("ledger: await %s: %w", id, ctx.Err())
+			}
+			return nil, err
+		}
+		if r.State.Final() {
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("ledger: await %s: still %s: %w", id, r.State, ctx.Err())
+		case <-done:
+		case <-ticker.C:
+		}
+	}
+}
+
+func marshalObject(v any) ([]byte, error) {
+	var b []byte
+	switch t := v.(type) {
+	case json.RawMessage:
+		b = t
+	case []byte:
+		b = t
+	case nil:
+		return nil, errors.New("input is nil")
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	if !isJSONObject(b) {
+		return nil, errors.New("input is not a JSON object")
+	}
+	return b, nil
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,87 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Errors of the SQL API, translated from SQLSTATEs. Each is wrapped with the
+// database's message, so errors.Is selects the kind and Error() says why.
+var (
+	// ErrInvalidInput: a NULL or malformed argument (SQLSTATE 22004, 22023).
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrInputTooLarge: an argument over a hard cap (SQLSTATE 54000).
+	ErrInputTooLarge = errors.New("input too large")
+	// ErrNotPermitted: the login role is not mapped to a principal or lacks
+	// the privilege (SQLSTATE 42501).
+	ErrNotPermitted = errors.New("not permitted")
+	// ErrIdempotencyConflict: an idempotency key reused for a different request (SQLSTATE 23505).
+	ErrIdempotencyConflict = errors.New("idempotency key reused")
+	// ErrNotFound: no such request, or none the caller may see (SQLSTATE P0002).
+	ErrNotFound = errors.New("not found")
+	// ErrConcurrency: an append lost an optimistic-concurrency race; see ConcurrencyError.
+	ErrConcurrency = errors.New("concurrency conflict")
+)
+
+// ConcurrencyError is returned when a stream is not at the version an
+// append expected: another writer appended first, or the expected version
+// skips ahead of the stream.
+type ConcurrencyError struct {
+	Stream   string
+	Expected int64
+}
+
+func (e *ConcurrencyError) Error() string {
+	return fmt.Sprintf("ledger: stream %q is not at expected version %d", e.Stream, e.Expected)
+}
+
+// Is makes errors.Is(err, ErrConcurrency) hold.
+func (e *ConcurrencyError) Is(target error) bool { return target == ErrConcurrency }
+
+// InvalidEventError is returned for an event the log would refuse: a
+// payload that is not a JSON object, a malformed type or stream name.
+type InvalidEventError struct {
+	Type   string
+	Reason string
+}
+
+func (e *InvalidEventError) Error() string {
+	return fmt.Sprintf("ledger: invalid event %q: %s", e.Type, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidInput) hold.
+func (e *InvalidEventError) Is(target error) bool { return target == ErrInvalidInput }
+
+// sqlError translates a driver error into the package's errors, keeping
+// the database's message. Errors that are not the API's pass through wrapped.
+func sqlError(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	var kind error
+	switch pgErr.Code {
+	case "22004", "22023", "22P02", "23514":
+		kind = ErrInvalidInput
+	case "54000":
+		kind = ErrInputTooLarge
+	case "42501":
+		kind = ErrNotPermitted
+	case "23505":
+		kind = ErrIdempotencyConflict
+	case "P0002":
+		kind = ErrNotFound
+	default:
+		return fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	return fmt.Errorf("ledger: %s: %w: %s", op, kind, pgErr.Message)
+}
+
+// IsRetryable reports whether err is a serialization failure or deadlock
+// (SQLSTATE 40001, 40P01): the transaction may succeed if run again.
+func IsRetryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
