@@ -127,6 +127,7 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
 DECLARE
     v_principal text;
     v_id        uuid;
@@ -202,7 +203,7 @@ BEGIN
         WHERE r.principal = v_principal AND r.idempotency_key = submit.idempotency_key;
         IF v_existing.tool <> submit.tool OR v_existing.input_digest <> v_digest
            OR v_existing.run_id IS DISTINCT FROM submit.run_id THEN
-            RAISE EXCEPTION 'ledger.submit: idempotency key % was already used for a different request %',
+            RAISE EXCEPTION 'ledger.submit: idempotency key % already names request %, which has another tool, input or run_id',
                 quote_literal(idempotency_key), v_existing.id
                 USING ERRCODE = 'unique_violation',
                       HINT = 'a retry must repeat the same tool, input and run_id';
