@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/execledger/execledger/internal/pgcluster"
+	"github.com/execledger/execledger/migrations"
+)
+
+// devDatabase is the database `execledger dev` keeps in its embedded cluster.
+const devDatabase = "execledger"
+
+// demoSQL maps the connecting role to principal "demo" and makes two login
+// roles, demo_alice and demo_bob, for trying the SQL API by hand. It only
+// adds what is missing.
+const demoSQL = `
+INSERT INTO ledger.principals (login_role, principal) VALUES (current_user, 'demo') ON CONFLICT DO NOTHING;
+DO $$
+DECLARE r text;
+BEGIN
+    FOREACH r IN ARRAY ARRAY['demo_alice', 'demo_bob'] LOOP
+        BEGIN
+            EXECUTE format('CREATE ROLE %I LOGIN', r);
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+        END;
+        EXECUTE format('GRANT ledger_submitter TO %I', r);
+    END LOOP;
+END $$;
+INSERT INTO ledger.principals (login_role, principal) VALUES ('demo_alice', 'alice'), ('demo_bob', 'bob') ON CONFLICT DO NOTHING;
+`
+
+func runDev(ctx context.Context, e *env, args []string) int {
+	fs, cfgPath := newFlagSet(e, "dev")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 0 {
+		return e.fail(exitUsage, "usage: execledger dev [--config FILE]")
+	}
+	cfg, err := e.loadConfig(*cfgPath)
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	logger := e.logger(cfg)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var cluster *pgcluster.Cluster
+	if cfg.Database.URL == "" {
+		dir, err := filepath.Abs(cfg.Dev.DataDir)
+		if err != nil {
+			return e.fail(exitError, "dev.data_dir: %v", err)
+		}
+		cluster, err = pgcluster.Start(ctx, pgcluster.Options{DataDir: dir, Port: cfg.Dev.Port, RunAsUser: cfg.Dev.RunAs,
+			Logger: logger.With(slog.String("component", "postgres"))})
+		if err != nil {
+			return e.fail(exitError, "%v", err)
+		}
+		defer func() {
+			if err := cluster.Stop(context.WithoutCancel(ctx)); err != nil {
+				logger.Error("stop embedded PostgreSQL", slog.Any("error", err))
+			}
+		}()
+		go func() {
+			<-cluster.Done()
+			cancel() // the server died: stop serving
+		}()
+		if err := ensureDatabase(ctx, cluster.URL("postgres"), devDatabase); err != nil {
+			return e.fail(exitError, "%v", err)
+		}
+		cfg.Database.URL = cluster.URL(devDatabase)
+		logger.Info("embedded PostgreSQL", slog.String("data_dir", dir), slog.Int("port", cluster.Port()),
+			slog.String("log", cluster.LogFile()))
+	}
+
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	v, err := migrations.Migrate(ctx, conn.Conn())
+	if err == nil {
+		_, err = conn.Exec(ctx, demoSQL)
+	}
+	conn.Release()
+	if err != nil {
+		return e.fail(exitError, "prepare database: %v", err)
+	}
+	fmt.Fprintf(e.io.out, `Execledger dev: schema version %d.
+  export DATABASE_URL='%s'
+  psql "$DATABASE_URL"                          # as principal demo
+  execledger submit echo '{"text":"hi"}'        # with DATABASE_URL set
+  Login roles demo_alice and demo_bob act as principals alice and bob.
+Ctrl-C stops the service and the embedded database.
+`, v, cfg.Database.URL)
+
+	err = serve(ctx, cfg, pool, logger)
+	if cluster != nil && cluster.Err() != nil {
+		return e.fail(exitError, "embedded PostgreSQL stopped: %v", cluster.Err())
+	}
+	if err != nil && ctx.Err() == nil {
+		return e.fail(exitError, "%v", err)
+	}
+	return exitOK
+}
+
+// ensureDatabase creates database name on the server at adminURL if missing.
+func ensureDatabase(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to embedded PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}

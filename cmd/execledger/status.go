@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+
+	"github.com/google/uuid"
+
+	"github.com/execledger/execledger/ledger"
+)
+
+func runStatus(ctx context.Context, e *env, args []string) int {
+	fs, cfgPath := newFlagSet(e, "status")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 1 {
+		return e.fail(exitUsage, "usage: execledger status ID [--json]")
+	}
+	id, err := uuid.Parse(pos[0])
+	if err != nil {
+		return e.fail(exitUsage, "%q is not a request id (a UUID)", pos[0])
+	}
+	cfg, err := e.loadConfig(*cfgPath)
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	defer pool.Close()
+	client := ledger.NewClient(pool)
+	defer client.Close()
+	r, err := client.Get(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return e.fail(exitNotFound, "no request %s", id)
+	}
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	return printRequest(e, r, *asJSON)
+}

@@ -1,0 +1,266 @@
+// Package config loads Execledger's configuration: defaults, then a TOML
+// file, then EXECLEDGER_* environment variables, then validation.
+//
+// Every key of the file can be overridden by an environment variable named
+// EXECLEDGER_ followed by its path in upper case with sections joined by
+// "_": serve.listen is EXECLEDGER_SERVE_LISTEN. DATABASE_URL sets
+// database.url too (EXECLEDGER_DATABASE_URL wins over it). Unknown keys in
+// the file and unknown EXECLEDGER_ variables are errors, so a typo never
+// silently falls back to a default.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// EnvPrefix starts every environment variable that overrides a key.
+const EnvPrefix = "EXECLEDGER_"
+
+// envNotKeys are EXECLEDGER_ variables that are not configuration keys.
+var envNotKeys = map[string]bool{"EXECLEDGER_CONFIG": true}
+
+// Config is the whole configuration.
+type Config struct {
+	Database Database `toml:"database"`
+	Log      Log      `toml:"log"`
+	Serve    Serve    `toml:"serve"`
+	Dev      Dev      `toml:"dev"`
+}
+
+// Database says where the ledger lives.
+type Database struct {
+	URL            string   `toml:"url"`             // postgres:// URL; DATABASE_URL sets it too
+	MaxConns       int      `toml:"max_conns"`       // pool size
+	ConnectTimeout Duration `toml:"connect_timeout"` // per connection attempt
+}
+
+// Log configures the process log.
+type Log struct {
+	Level  string `toml:"level"`  // debug, info, warn, error
+	Format string `toml:"format"` // text or json
+}
+
+// Serve configures `execledger serve`.
+type Serve struct {
+	Listen string `toml:"listen"` // address of /healthz and /metrics; "" turns them off
+	Label  string `toml:"label"`  // this executor's name in events and metrics; default: hostname
+}
+
+// Dev configures the embedded PostgreSQL of `execledger dev`.
+type Dev struct {
+	DataDir string `toml:"data_dir"` // reused between runs
+	Port    int    `toml:"port"`     // 0 = a random free port
+	RunAs   string `toml:"run_as"`   // unprivileged user for PostgreSQL when started as root
+}
+
+// Duration is a time.Duration written as "1.5s" in TOML and environment.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Default is the configuration before any file or variable.
+func Default() Config {
+	host, _ := os.Hostname()
+	return Config{
+		Database: Database{MaxConns: 16, ConnectTimeout: Duration{10 * time.Second}},
+		Log:      Log{Level: "info", Format: "text"},
+		Serve:    Serve{Listen: "127.0.0.1:9464", Label: host},
+		Dev:      Dev{DataDir: filepath.Join(".execledger", "pgdata")},
+	}
+}
+
+// Load reads the file at path (none when ""), applies the environment given
+// by environ (os.Environ's form) and validates the result.
+func Load(path string, environ []string) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		md, err := toml.DecodeFile(path, &cfg)
+		if err != nil {
+			return Config{}, fmt.Errorf("config: %s: %w", path, err)
+		}
+		if und := md.Undecoded(); len(und) > 0 {
+			keys := make([]string, len(und))
+			for i, k := range und {
+				keys[i] = k.String()
+			}
+			return Config{}, fmt.Errorf("config: %s: unknown keys: %s", path, strings.Join(keys, ", "))
+		}
+	}
+	if err := applyEnv(&cfg, environ); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Validate checks every value and says which key is wrong.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Database.URL != "" {
+		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			errs = append(errs, errors.New("database.url: want a postgres:// URL"))
+		}
+	}
+	if c.Database.MaxConns < 1 || c.Database.MaxConns > 1000 {
+		errs = append(errs, fmt.Errorf("database.max_conns: %d is not between 1 and 1000", c.Database.MaxConns))
+	}
+	if c.Database.ConnectTimeout.Duration <= 0 {
+		errs = append(errs, errors.New("database.connect_timeout: must be positive"))
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.Log.Level)); err != nil {
+		errs = append(errs, fmt.Errorf("log.level: %q is not debug, info, warn or error", c.Log.Level))
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		errs = append(errs, fmt.Errorf("log.format: %q is not text or json", c.Log.Format))
+	}
+	if c.Serve.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Serve.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("serve.listen: %v", err))
+		}
+	}
+	if c.Serve.Label == "" {
+		errs = append(errs, errors.New("serve.label: must not be empty"))
+	}
+	if c.Dev.DataDir == "" {
+		errs = append(errs, errors.New("dev.data_dir: must not be empty"))
+	}
+	if c.Dev.Port < 0 || c.Dev.Port > 65535 {
+		errs = append(errs, fmt.Errorf("dev.port: %d is not a port", c.Dev.Port))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// SlogLevel is the configured log level.
+func (c Config) SlogLevel() slog.Level {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Log.Level))
+	return lvl
+}
+
+// applyEnv sets each key named by an EXECLEDGER_ variable.
+func applyEnv(cfg *Config, environ []string) error {
+	fields := map[string]reflect.Value{}
+	collectFields(reflect.ValueOf(cfg).Elem(), "", fields)
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	if v, ok := env["DATABASE_URL"]; ok && v != "" {
+		cfg.Database.URL = v
+	}
+	var names []string
+	for k := range env {
+		if strings.HasPrefix(k, EnvPrefix) && !envNotKeys[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, name := range names {
+		key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+		f, ok := fields[key]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: no such configuration key", name))
+			continue
+		}
+		if err := setField(f, env[name]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+var textUnmarshaler = reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()
+
+// collectFields maps "section_key" paths to settable fields.
+func collectFields(v reflect.Value, prefix string, out map[string]reflect.Value) {
+	t := v.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		path := name
+		if prefix != "" {
+			path = prefix + "_" + name
+		}
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct && !reflect.PointerTo(fv.Type()).Implements(textUnmarshaler) {
+			collectFields(fv, path, out)
+			continue
+		}
+		out[path] = fv
+	}
+}
+
+func setField(f reflect.Value, s string) error {
+	if f.CanAddr() && f.Addr().Type().Implements(textUnmarshaler) {
+		return f.Addr().Interface().(interface{ UnmarshalText([]byte) error }).UnmarshalText([]byte(s))
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(s)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", s)
+		}
+		f.SetInt(n)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", s)
+		}
+		f.SetBool(b)
+	case reflect.Slice:
+		if f.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported list type %s", f.Type())
+		}
+		var items []string
+		for _, it := range strings.Split(s, ",") {
+			if it = strings.TrimSpace(it); it != "" {
+				items = append(items, it)
+			}
+		}
+		f.Set(reflect.ValueOf(items))
+	default:
+		return fmt.Errorf("unsupported type %s", f.Type())
+	}
+	return nil
+}

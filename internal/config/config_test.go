@@ -1,0 +1,98 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "execledger.toml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	cfg, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Serve.Listen != "127.0.0.1:9464" || cfg.Database.MaxConns != 16 || cfg.Log.Level != "info" {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+}
+
+func TestFileThenEnvironment(t *testing.T) {
+	p := writeFile(t, `
+[database]
+url = "postgres://file@127.0.0.1/x"
+connect_timeout = "3s"
+
+[serve]
+listen = "127.0.0.1:1000"
+label = "from-file"
+`)
+	cfg, err := Load(p, []string{
+		"EXECLEDGER_SERVE_LABEL=from-env",
+		"EXECLEDGER_DATABASE_MAX_CONNS=4",
+		"EXECLEDGER_CONFIG=ignored",
+		"PATH=/bin",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Serve.Label != "from-env" || cfg.Serve.Listen != "127.0.0.1:1000" || cfg.Database.MaxConns != 4 ||
+		cfg.Database.ConnectTimeout.Duration != 3*time.Second || cfg.Database.URL != "postgres://file@127.0.0.1/x" {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+}
+
+func TestDatabaseURLPrecedence(t *testing.T) {
+	cfg, err := Load("", []string{"DATABASE_URL=postgres://a@h/db"})
+	if err != nil || cfg.Database.URL != "postgres://a@h/db" {
+		t.Fatalf("DATABASE_URL: %+v, %v", cfg.Database, err)
+	}
+	cfg, err = Load("", []string{"DATABASE_URL=postgres://a@h/db", "EXECLEDGER_DATABASE_URL=postgres://b@h/db"})
+	if err != nil || cfg.Database.URL != "postgres://b@h/db" {
+		t.Fatalf("EXECLEDGER_DATABASE_URL: %+v, %v", cfg.Database, err)
+	}
+}
+
+func TestErrorsNameTheKey(t *testing.T) {
+	for name, tc := range map[string]struct {
+		file string
+		env  []string
+		want string
+	}{
+		"unknown file key":   {file: "[serve]\nlisten = \"127.0.0.1:1\"\nlsiten = \"x\"\n", want: "serve.lsiten"},
+		"unknown variable":   {env: []string{"EXECLEDGER_SERVE_LSITEN=x"}, want: "EXECLEDGER_SERVE_LSITEN: no such configuration key"},
+		"bad integer":        {env: []string{"EXECLEDGER_DATABASE_MAX_CONNS=many"}, want: "EXECLEDGER_DATABASE_MAX_CONNS"},
+		"bad duration":       {env: []string{"EXECLEDGER_DATABASE_CONNECT_TIMEOUT=soon"}, want: "EXECLEDGER_DATABASE_CONNECT_TIMEOUT"},
+		"bad level":          {env: []string{"EXECLEDGER_LOG_LEVEL=loud"}, want: "log.level"},
+		"bad url":            {env: []string{"DATABASE_URL=mysql://x"}, want: "database.url"},
+		"bad listen":         {env: []string{"EXECLEDGER_SERVE_LISTEN=nope"}, want: "serve.listen"},
+		"zero pool":          {env: []string{"EXECLEDGER_DATABASE_MAX_CONNS=0"}, want: "database.max_conns"},
+		"malformed toml":     {file: "[serve\n", want: "execledger.toml"},
+		"wrong type in file": {file: "[database]\nmax_conns = \"x\"\n", want: "max_conns"},
+	} {
+		path := ""
+		if tc.file != "" {
+			path = writeFile(t, tc.file)
+		}
+		_, err := Load(path, tc.env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestMissingFileIsAnError(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "none.toml"), nil); err == nil {
+		t.Fatal("a missing file was accepted")
+	}
+}

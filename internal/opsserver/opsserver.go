@@ -1,0 +1,86 @@
+// Package opsserver serves what operators and orchestrators poll: /healthz
+// (the process is up), /readyz (the database answers) and /metrics
+// (Prometheus: the queue's depth and age by state, plus Go and process metrics).
+package opsserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server is the operations HTTP server.
+type Server struct {
+	pool     *pgxpool.Pool
+	logger   *slog.Logger
+	registry *prometheus.Registry
+}
+
+// New returns a Server that reports on the ledger behind pool. Other
+// components register their collectors with Registry.
+func New(pool *pgxpool.Pool, logger *slog.Logger) *Server {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newQueueCollector(pool, logger))
+	return &Server{pool: pool, logger: logger, registry: reg}
+}
+
+// Registry is where metrics are registered.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// Handler serves /healthz, /readyz and /metrics.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.pool.Ping(ctx); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}))
+	return mux
+}
+
+// Serve listens on addr until ctx ends, then shuts down gracefully. ready,
+// when not nil, receives the bound address once listening.
+func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("opsserver: %w", err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("opsserver: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("opsserver: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("opsserver: %w", err)
+	}
+	return nil
+}
