@@ -96,3 +96,16 @@ func TestMissingFileIsAnError(t *testing.T) {
 		t.Fatal("a missing file was accepted")
 	}
 }
+
+// TestExampleFileIsCurrent loads the example in testdata: it must stay
+// valid and list the defaults.
+func TestExampleFileIsCurrent(t *testing.T) {
+	cfg, err := Load("../../testdata/execledger.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := Default()
+	if cfg != def {
+		t.Fatalf("testdata/execledger.toml differs from the defaults:\n file: %+v\n default: %+v", cfg, def)
+	}
+}

@@ -1,0 +1,41 @@
+# Execledger. The two commands: `make run` and `make test`.
+GO       ?= go
+BIN      := bin/execledger
+PKGS     := ./...
+# Tests need a PostgreSQL server: TEST_DATABASE_URL, else 127.0.0.1:5432.
+TEST_FLAGS ?= -race -count=1 -timeout 14m
+
+.PHONY: run test lint vet build bench schema deps clean
+
+## run: build, start an embedded PostgreSQL (unless DATABASE_URL is set), migrate, serve the demo
+run: build
+	bash scripts/ensure-postgres.sh
+	./$(BIN) dev
+
+## test: install and start what the tests need, then run every test
+test: deps lint
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+build:
+	$(GO) build -o $(BIN) ./cmd/execledger
+
+deps:
+	bash scripts/ensure-test-deps.sh
+
+## lint: formatting and go vet
+lint: vet
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+## bench: the benchmarks of docs/benchmarks.md (minutes; not part of make test)
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 3s -count 6 -timeout 60m ./ledger/ | tee bench.out
+
+## schema: rewrite docs/schema.sql from a freshly migrated database
+schema: deps
+	$(GO) test -count=1 -run TestSchemaDumpIsCurrent ./migrations/ -update
+
+clean:
+	rm -rf bin bench.out

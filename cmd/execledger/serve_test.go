@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/execledger/execledger/internal/testdb"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startCommand runs a long-lived command until the test cancels it.
+func startCommand(t *testing.T, environ []string, args ...string) (stop func() int, out *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out = &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, &stdio{in: strings.NewReader(""), out: out, err: out}, environ) }()
+	var once sync.Once
+	code := -1
+	stop = func() int {
+		once.Do(func() {
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(30 * time.Second):
+				t.Errorf("%v did not stop within 30s", args)
+			}
+		})
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	return stop, out
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode, string(body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestServeExposesHealthAndMetrics(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	if err := db.MapPrincipal(context.Background(), "postgres", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	stop, out := startCommand(t, []string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=" + addr}, "serve")
+	if code, body := httpGet(t, "http://"+addr+"/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	if code, _ := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d", code)
+	}
+	if r := execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", "echo", "{}"); r.code != exitOK {
+		t.Fatal(r)
+	}
+	_, metrics := httpGet(t, "http://"+addr+"/metrics")
+	for _, want := range []string{`execledger_queue_depth{state="pending"} 1`, "execledger_database_up 1", "go_goroutines"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exited %d: %s", code, out.String())
+	}
+}
+
+func TestDevWithEmbeddedPostgres(t *testing.T) {
+	t.Parallel()
+	parent, err := os.MkdirTemp("/var/tmp", "execledger-dev-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	if err := os.Chmod(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	environ := []string{"EXECLEDGER_DEV_DATA_DIR=" + parent + "/pgdata", "EXECLEDGER_SERVE_LISTEN=" + addr}
+	stop, out := startCommand(t, environ, "dev")
+	if code, _ := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d\n%s", code, out.String())
+	}
+	url := regexp.MustCompile(`DATABASE_URL='([^']+)'`).FindStringSubmatch(out.String())
+	if url == nil {
+		t.Fatalf("dev printed no DATABASE_URL:\n%s", out.String())
+	}
+	// The demo principal can submit, and demo_alice sees only alice's rows.
+	if r := execute(t, []string{"DATABASE_URL=" + url[1]}, "", "submit", "echo", `{"text":"dev"}`); r.code != exitOK {
+		t.Fatalf("submit against dev: %+v", r)
+	}
+	aliceURL, _ := testdb.WithUser(url[1], "demo_alice")
+	conn, err := pgx.Connect(context.Background(), aliceURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var visible int
+	err = conn.QueryRow(context.Background(), "SELECT count(*) FROM ledger.requests").Scan(&visible)
+	conn.Close(context.Background())
+	if err != nil || visible != 0 {
+		t.Fatalf("demo_alice sees %d rows (err %v), want 0", visible, err)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("dev exited %d:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "postgres stopped") {
+		t.Errorf("the embedded PostgreSQL was not stopped cleanly:\n%s", out.String())
+	}
+}

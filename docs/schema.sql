@@ -1,0 +1,788 @@
+-- Execledger schema, as `make schema` dumps it from a freshly migrated database.
+-- Do not edit: change migrations/ and run `make schema`.
+
+--
+-- PostgreSQL database dump
+--
+
+
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+--
+-- Name: ledger; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA ledger;
+
+
+--
+-- Name: SCHEMA ledger; Type: COMMENT; Schema: -; Owner: -
+--
+
+COMMENT ON SCHEMA ledger IS 'Execledger: the event log, the SQL API and the read models built from the log.';
+
+
+--
+-- Name: append_events(text[], bigint[], text[], text[], text[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) RETURNS TABLE("position" bigint, hash bytea)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    n int := cardinality(streams);
+    bad record;
+BEGIN
+    IF n IS NULL OR n = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(versions) IS DISTINCT FROM n OR cardinality(types) IS DISTINCT FROM n
+       OR cardinality(payloads) IS DISTINCT FROM n OR cardinality(metadatas) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'ledger.append_events: the five arrays must have the same length'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- Versions within a stream must be consecutive in the batch, and the
+    -- first must follow the stream's stored head.
+    SELECT b.stream, b.first, b.cnt, b.last INTO bad
+    FROM (
+        SELECT s AS stream, min(v) AS first, max(v) AS last, count(*) AS cnt, count(DISTINCT v) AS dcnt
+        FROM unnest(streams, versions) AS u(s, v)
+        GROUP BY s
+    ) b
+    WHERE b.first < 1
+       OR b.last - b.first + 1 <> b.cnt
+       OR b.dcnt <> b.cnt
+       OR (b.first > 1 AND NOT EXISTS (
+            SELECT 1 FROM ledger.events e WHERE e.stream = b.stream AND e.version = b.first - 1))
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.append_events: stream % is not at version %', bad.stream, bad.first - 1
+            USING ERRCODE = 'serialization_failure',
+                  DETAIL = format('stream=%s expected_version=%s', bad.stream, bad.first - 1);
+    END IF;
+
+    RETURN QUERY
+    INSERT INTO ledger.events AS e (stream, version, type, payload, metadata)
+    SELECT u.s, u.v, u.t, u.p::json, u.m::json
+    FROM unnest(streams, versions, types, payloads, metadatas) WITH ORDINALITY AS u(s, v, t, p, m, ord)
+    ORDER BY u.ord
+    RETURNING e.position, e.hash;
+END $$;
+
+
+--
+-- Name: cancel(uuid, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.cancel(request_id uuid, reason text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_principal text;
+    v_admin     boolean;
+    v_req       record;
+    v_q         record;
+    v_version   bigint;
+BEGIN
+    v_principal := ledger.current_principal();
+    v_admin := pg_has_role(session_user, 'ledger_admin', 'MEMBER');
+    IF v_principal IS NULL AND NOT v_admin THEN
+        RAISE EXCEPTION 'ledger.cancel: login role "%" is not mapped to a principal', session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF reason IS NOT NULL AND octet_length(reason) > 1024 THEN
+        RAISE EXCEPTION 'ledger.cancel: reason is % bytes, the limit is 1024', octet_length(reason)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+
+    SELECT r.id, r.principal, r.state INTO v_req
+    FROM ledger.request_status r WHERE r.id = request_id;
+    IF NOT FOUND OR (v_req.principal IS DISTINCT FROM v_principal AND NOT v_admin) THEN
+        RAISE EXCEPTION 'ledger.cancel: no request %', request_id USING ERRCODE = 'no_data_found';
+    END IF;
+
+    -- The queue row is the lock that orders cancel against claim and completion.
+    SELECT q.state, q.cancel_requested INTO v_q FROM ledger.queue q WHERE q.id = request_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF v_q.state = 'running' THEN
+        IF NOT v_q.cancel_requested THEN
+            UPDATE ledger.queue SET cancel_requested = true WHERE id = request_id;
+            PERFORM pg_notify('ledger_request_cancel', request_id::text);
+        END IF;
+        RETURN true;
+    END IF;
+
+    SELECT max(e.version) INTO v_version FROM ledger.events e WHERE e.stream = 'request:' || request_id;
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('request:' || request_id, v_version + 1, 'request.cancelled',
+            json_build_object('request_id', request_id, 'reason', reason, 'previous_state', v_q.state),
+            json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
+                              'correlation_id', request_id));
+    DELETE FROM ledger.queue WHERE id = request_id;
+    UPDATE ledger.request_status
+    SET state = 'cancelled', error_kind = 'cancelled',
+        error = 'cancelled by ' || coalesce(v_principal, session_user::text) || coalesce(': ' || reason, ''),
+        finished_at = clock_timestamp()
+    WHERE id = request_id;
+    PERFORM pg_notify('ledger_request_done', request_id::text);
+    RETURN true;
+END $$;
+
+
+--
+-- Name: current_principal(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.current_principal() RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT p.principal FROM ledger.principals p WHERE p.login_role = session_user
+$$;
+
+
+--
+-- Name: event_hash(text, bigint, text, json, json, timestamp with time zone); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.event_hash(stream text, version bigint, type text, payload json, metadata json, recorded_at timestamp with time zone) RETURNS bytea
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    s bytea := convert_to(stream, 'UTF8');
+    t bytea := convert_to(type, 'UTF8');
+    p bytea := convert_to(payload::text, 'UTF8');
+    m bytea := convert_to(metadata::text, 'UTF8');
+BEGIN
+    RETURN sha256('execledger.event.v1'::bytea
+        || int8send(length(s)::bigint) || s
+        || int8send(version)
+        || int8send(length(t)::bigint) || t
+        || int8send(length(p)::bigint) || p
+        || int8send(length(m)::bigint) || m
+        || int8send((extract(epoch FROM recorded_at) * 1000000)::bigint));
+END $$;
+
+
+SET default_table_access_method = heap;
+
+--
+-- Name: events; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.events (
+    "position" bigint NOT NULL,
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    stream text NOT NULL,
+    version bigint NOT NULL,
+    type text NOT NULL,
+    payload json NOT NULL,
+    metadata json DEFAULT '{}'::json NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    hash bytea GENERATED ALWAYS AS (ledger.event_hash(stream, version, type, payload, metadata, recorded_at)) STORED NOT NULL,
+    CONSTRAINT events_metadata_object CHECK ((json_typeof(metadata) = 'object'::text)),
+    CONSTRAINT events_payload_object CHECK ((json_typeof(payload) = 'object'::text)),
+    CONSTRAINT events_stream_check CHECK (((stream ~ '^[a-z][a-z_]*(:[^[:cntrl:]]+)?$'::text) AND (octet_length(stream) <= 300))),
+    CONSTRAINT events_type_check CHECK ((type ~ '^[a-z][a-z_]*(\.[a-z][a-z_]*)+$'::text)),
+    CONSTRAINT events_version_check CHECK ((version >= 1))
+);
+
+
+--
+-- Name: TABLE events; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.events IS 'The immutable event log: the truth every read model is built from.';
+
+
+--
+-- Name: COLUMN events.tx_id; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.events.tx_id IS 'Writing transaction; (tx_id, position) is the gapless delivery order.';
+
+
+--
+-- Name: COLUMN events.hash; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.events.hash IS 'ledger.event_hash over the exact stored bytes.';
+
+
+--
+-- Name: read_all(xid8, bigint, integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events integer) RETURNS SETOF ledger.events
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT e.*
+    FROM ledger.events e
+    WHERE (e.tx_id, e.position) > (after_tx, after_position)
+      AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY e.tx_id, e.position
+    LIMIT max_events
+$$;
+
+
+--
+-- Name: refuse_change(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.refuse_change() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'ledger.%: % is not allowed, the event log is append-only', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'insufficient_privilege',
+              HINT = 'append a compensating event instead';
+END $$;
+
+
+--
+-- Name: submit(text, jsonb, text, text, jsonb); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.submit(tool text, input jsonb, run_id text DEFAULT NULL::text, idempotency_key text DEFAULT NULL::text, context jsonb DEFAULT '{}'::jsonb) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+#variable_conflict use_column
+DECLARE
+    v_principal text;
+    v_id        uuid;
+    v_input     text;
+    v_digest    bytea;
+    v_existing  record;
+    v_payload   text;
+    v_meta      text;
+    v_bad       text;
+BEGIN
+    SELECT p.principal INTO v_principal FROM ledger.principals p WHERE p.login_role = session_user;
+    IF v_principal IS NULL THEN
+        RAISE EXCEPTION 'ledger.submit: login role "%" is not mapped to a principal', session_user
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'an administrator adds it to ledger.principals';
+    END IF;
+
+    IF tool IS NULL OR tool !~ '^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$' OR octet_length(tool) > 128 THEN
+        RAISE EXCEPTION 'ledger.submit: tool must be a dotted identifier of at most 128 bytes, got %',
+            coalesce(quote_literal(left(tool, 200)), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF input IS NULL THEN
+        RAISE EXCEPTION 'ledger.submit: input must be a JSON object, got NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF jsonb_typeof(input) <> 'object' THEN
+        RAISE EXCEPTION 'ledger.submit: input must be a JSON object, got %', jsonb_typeof(input)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_input := input::text;
+    IF octet_length(v_input) > 1048576 THEN
+        RAISE EXCEPTION 'ledger.submit: input is % bytes, the limit is 1048576', octet_length(v_input)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    IF run_id IS NOT NULL AND run_id !~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$' THEN
+        RAISE EXCEPTION 'ledger.submit: run_id must be 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF idempotency_key IS NOT NULL AND (idempotency_key = '' OR octet_length(idempotency_key) > 255
+                                        OR idempotency_key ~ '[[:cntrl:]]') THEN
+        RAISE EXCEPTION 'ledger.submit: idempotency_key must be 1 to 255 bytes without control characters'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF context IS NULL OR jsonb_typeof(context) <> 'object' THEN
+        RAISE EXCEPTION 'ledger.submit: context must be a JSON object, got %', coalesce(jsonb_typeof(context), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF context <> '{}' THEN
+        SELECT k INTO v_bad FROM jsonb_object_keys(context) AS k
+        WHERE k NOT IN ('device', 'channel', 'session') LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'ledger.submit: context key "%" is not one of device, channel, session', v_bad
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT k INTO v_bad FROM jsonb_each(context) AS c(k, v)
+        WHERE jsonb_typeof(c.v) <> 'string' OR octet_length(c.v #>> '{}') NOT BETWEEN 1 AND 256 LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'ledger.submit: context.% must be a string of 1 to 256 bytes', v_bad
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+
+    v_digest := sha256(convert_to(v_input, 'UTF8'));
+    v_id := ledger.uuid_v7();
+
+    INSERT INTO ledger.request_status AS r (id, principal, tool, run_id, idempotency_key, input_digest)
+    VALUES (v_id, v_principal, submit.tool, submit.run_id, submit.idempotency_key, v_digest)
+    ON CONFLICT (principal, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
+    IF NOT FOUND THEN
+        SELECT r.id, r.tool, r.input_digest, r.run_id INTO v_existing
+        FROM ledger.request_status r
+        WHERE r.principal = v_principal AND r.idempotency_key = submit.idempotency_key;
+        IF v_existing.tool <> submit.tool OR v_existing.input_digest <> v_digest
+           OR v_existing.run_id IS DISTINCT FROM submit.run_id THEN
+            RAISE EXCEPTION 'ledger.submit: idempotency key % already names request %, which has another tool, input or run_id',
+                quote_literal(idempotency_key), v_existing.id
+                USING ERRCODE = 'unique_violation',
+                      HINT = 'a retry must repeat the same tool, input and run_id';
+        END IF;
+        RETURN v_existing.id;
+    END IF;
+
+    v_payload := json_build_object(
+        'request_id', v_id,
+        'principal', v_principal,
+        'tool', submit.tool,
+        'run_id', submit.run_id,
+        'idempotency_key', submit.idempotency_key,
+        'input', input,
+        'input_digest', 'sha256:' || encode(v_digest, 'hex'),
+        'context', context)::text;
+    v_meta := json_build_object(
+        'actor', v_principal,
+        'login_role', session_user,
+        'correlation_id', v_id)::text;
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('request:' || v_id, 1, 'tool.requested', v_payload::json, v_meta::json);
+
+    INSERT INTO ledger.queue (id) VALUES (v_id);
+
+    PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
+    IF FOUND THEN
+        PERFORM pg_notify('ledger_request_pending', v_id::text);
+    END IF;
+    RETURN v_id;
+END $_$;
+
+
+--
+-- Name: uuid_v7(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.uuid_v7() RETURNS uuid
+    LANGUAGE sql PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT encode(
+        set_bit(set_bit(
+            overlay(uuid_send(gen_random_uuid())
+                    PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                    FROM 1 FOR 6),
+            52, 1), 53, 1), 'hex')::uuid
+$$;
+
+
+--
+-- Name: events_position_seq; Type: SEQUENCE; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.events ALTER COLUMN "position" ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME ledger.events_position_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: principals; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.principals (
+    login_role name NOT NULL,
+    principal text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT principals_principal_check CHECK ((principal ~ '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$'::text))
+);
+
+
+--
+-- Name: TABLE principals; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.principals IS 'Maps a login role (session_user) to the principal its calls act as.';
+
+
+--
+-- Name: queue; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.queue (
+    id uuid NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    priority smallint DEFAULT 0 NOT NULL,
+    available_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    attempt integer DEFAULT 0 NOT NULL,
+    claimed_by text,
+    lease_expires_at timestamp with time zone,
+    cancel_requested boolean DEFAULT false NOT NULL,
+    CONSTRAINT queue_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'awaiting_approval'::text, 'running'::text])))
+)
+WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='500', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='1000', autovacuum_analyze_scale_factor='0', autovacuum_analyze_threshold='1000', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE queue; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.queue IS 'Requests that are not final; the claim index matches the claim order.';
+
+
+--
+-- Name: queue_waiters; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE UNLOGGED TABLE ledger.queue_waiters (
+    executor text NOT NULL,
+    since timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+);
+
+
+--
+-- Name: TABLE queue_waiters; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.queue_waiters IS 'Idle executors asking submit to NOTIFY ledger_request_pending.';
+
+
+--
+-- Name: request_status; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.request_status (
+    id uuid NOT NULL,
+    principal text NOT NULL,
+    tool text NOT NULL,
+    run_id text,
+    idempotency_key text,
+    input_digest bytea NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    error_kind text,
+    error text,
+    output jsonb,
+    tier text,
+    attestation_digest text,
+    submitted_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT request_status_error_kind_check CHECK (((error_kind IS NULL) OR (error_kind = ANY (ARRAY['invalid_input'::text, 'policy_denied'::text, 'budget_exhausted'::text, 'approval_denied'::text, 'skill_not_active'::text, 'capability_denied'::text, 'workspace_scope_denied'::text, 'egress_denied'::text, 'quota_exceeded'::text, 'timed_out'::text, 'spawn_failed'::text, 'runtime_failure'::text, 'cancelled'::text, 'outcome_unknown'::text])))),
+    CONSTRAINT request_status_final_check CHECK (((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'denied'::text, 'cancelled'::text])) = (finished_at IS NOT NULL))),
+    CONSTRAINT request_status_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'awaiting_approval'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'denied'::text, 'cancelled'::text])))
+)
+WITH (fillfactor='80');
+
+
+--
+-- Name: TABLE request_status; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.request_status IS 'Read model behind ledger.requests; derived from the request:<id> streams.';
+
+
+--
+-- Name: requests; Type: VIEW; Schema: ledger; Owner: -
+--
+
+CREATE VIEW ledger.requests WITH (security_invoker='true') AS
+ SELECT r.id,
+    r.principal,
+    r.tool,
+    r.run_id,
+    r.state,
+    r.error_kind,
+    r.error,
+    r.output,
+    r.tier,
+    r.attestation_digest,
+    r.submitted_at,
+    r.finished_at
+   FROM ledger.request_status r;
+
+
+--
+-- Name: VIEW requests; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON VIEW ledger.requests IS 'One row per request; a submitter sees only its own principal''s rows.';
+
+
+--
+-- Name: execledger_schema_version; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.execledger_schema_version (
+    version integer NOT NULL
+);
+
+
+--
+-- Name: events events_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.events
+    ADD CONSTRAINT events_pkey PRIMARY KEY (stream, version);
+
+
+--
+-- Name: principals principals_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.principals
+    ADD CONSTRAINT principals_pkey PRIMARY KEY (login_role);
+
+
+--
+-- Name: queue queue_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.queue
+    ADD CONSTRAINT queue_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: queue_waiters queue_waiters_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.queue_waiters
+    ADD CONSTRAINT queue_waiters_pkey PRIMARY KEY (executor);
+
+
+--
+-- Name: request_status request_status_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.request_status
+    ADD CONSTRAINT request_status_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: events_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE UNIQUE INDEX events_delivery_idx ON ledger.events USING btree (tx_id, "position");
+
+
+--
+-- Name: principals_principal_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX principals_principal_idx ON ledger.principals USING btree (principal);
+
+
+--
+-- Name: queue_claim_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX queue_claim_idx ON ledger.queue USING btree (priority DESC, available_at, id) WHERE (state = 'pending'::text);
+
+
+--
+-- Name: queue_lease_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX queue_lease_idx ON ledger.queue USING btree (lease_expires_at) WHERE (state = 'running'::text);
+
+
+--
+-- Name: request_status_idempotency_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE UNIQUE INDEX request_status_idempotency_idx ON ledger.request_status USING btree (principal, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+
+--
+-- Name: events events_no_delete; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER events_no_delete BEFORE DELETE ON ledger.events FOR EACH ROW EXECUTE FUNCTION ledger.refuse_change();
+
+ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_delete;
+
+
+--
+-- Name: events events_no_truncate; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON ledger.events FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_change();
+
+ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_truncate;
+
+
+--
+-- Name: events events_no_update; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER events_no_update BEFORE UPDATE ON ledger.events FOR EACH ROW EXECUTE FUNCTION ledger.refuse_change();
+
+ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_update;
+
+
+--
+-- Name: request_status; Type: ROW SECURITY; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.request_status ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: request_status request_status_all; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY request_status_all ON ledger.request_status FOR SELECT TO ledger_approver, ledger_executor, ledger_auditor, ledger_admin USING (true);
+
+
+--
+-- Name: request_status request_status_own; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY request_status_own ON ledger.request_status FOR SELECT TO ledger_submitter USING ((principal = ( SELECT ledger.current_principal() AS current_principal)));
+
+
+--
+-- Name: SCHEMA ledger; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA ledger TO ledger_submitter;
+GRANT USAGE ON SCHEMA ledger TO ledger_approver;
+GRANT USAGE ON SCHEMA ledger TO ledger_executor;
+GRANT USAGE ON SCHEMA ledger TO ledger_auditor;
+GRANT USAGE ON SCHEMA ledger TO ledger_admin;
+
+
+--
+-- Name: FUNCTION append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION cancel(request_id uuid, reason text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.cancel(request_id uuid, reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.cancel(request_id uuid, reason text) TO ledger_submitter;
+GRANT ALL ON FUNCTION ledger.cancel(request_id uuid, reason text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION current_principal(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.current_principal() FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_submitter;
+GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_approver;
+GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_admin;
+
+
+--
+-- Name: TABLE events; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.events TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.events TO ledger_executor;
+GRANT SELECT ON TABLE ledger.events TO ledger_admin;
+
+
+--
+-- Name: FUNCTION read_all(after_tx xid8, after_position bigint, max_events integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events integer) TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events integer) TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events integer) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION refuse_change(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.refuse_change() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION submit(tool text, input jsonb, run_id text, idempotency_key text, context jsonb); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.submit(tool text, input jsonb, run_id text, idempotency_key text, context jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.submit(tool text, input jsonb, run_id text, idempotency_key text, context jsonb) TO ledger_submitter;
+GRANT ALL ON FUNCTION ledger.submit(tool text, input jsonb, run_id text, idempotency_key text, context jsonb) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION uuid_v7(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.uuid_v7() FROM PUBLIC;
+
+
+--
+-- Name: TABLE principals; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.principals TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.principals TO ledger_executor;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE ledger.principals TO ledger_admin;
+
+
+--
+-- Name: TABLE queue; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.queue TO ledger_executor;
+GRANT SELECT ON TABLE ledger.queue TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.queue TO ledger_admin;
+
+
+--
+-- Name: TABLE request_status; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.request_status TO ledger_submitter;
+GRANT SELECT ON TABLE ledger.request_status TO ledger_approver;
+GRANT SELECT ON TABLE ledger.request_status TO ledger_executor;
+GRANT SELECT ON TABLE ledger.request_status TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.request_status TO ledger_admin;
+
+
+--
+-- Name: TABLE requests; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.requests TO ledger_submitter;
+GRANT SELECT ON TABLE ledger.requests TO ledger_approver;
+GRANT SELECT ON TABLE ledger.requests TO ledger_executor;
+GRANT SELECT ON TABLE ledger.requests TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.requests TO ledger_admin;
+
+
+--
+-- PostgreSQL database dump complete
+--
+
+

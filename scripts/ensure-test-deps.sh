@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Everything `make test` needs on a fresh Debian machine, installed and
+# started by the project itself:
+#   - the PostgreSQL server binaries (scripts/ensure-postgres.sh);
+#   - a PostgreSQL server the tests can create databases on: TEST_DATABASE_URL
+#     when set, else 127.0.0.1:5432 as user postgres. When nothing answers
+#     there, the Debian cluster is started (or created, then started);
+#   - docker-compose, to validate docker-compose.yml (there is no Docker
+#     engine here: the file is checked, not run).
+# Idempotent; fast when all is in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/ensure-postgres.sh
+
+apt_updated=
+apt_install() {
+	if [[ -z "$apt_updated" ]]; then
+		echo "ensure-test-deps: apt-get update"
+		DEBIAN_FRONTEND=noninteractive apt-get update -q
+		apt_updated=1
+	fi
+	echo "ensure-test-deps: apt-get install -y $*"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+}
+
+command -v docker-compose >/dev/null 2>&1 || apt_install docker-compose
+command -v psql >/dev/null 2>&1 || apt_install postgresql-client
+
+url="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
+if psql "$url" -qAtc 'SELECT 1' >/dev/null 2>&1; then
+	echo "ensure-test-deps: PostgreSQL answers at ${url%%\?*}"
+	exit 0
+fi
+if [[ -n "${TEST_DATABASE_URL:-}" ]]; then
+	echo "ensure-test-deps: TEST_DATABASE_URL is set but nothing answers there" >&2
+	exit 1
+fi
+
+# Start the system cluster on 5432.
+version="$(ls /usr/lib/postgresql | sort -V | tail -n 1)"
+if ! pg_lsclusters -h 2>/dev/null | awk '{print $1" "$2}' | grep -q "^$version main$"; then
+	echo "ensure-test-deps: creating PostgreSQL $version cluster main"
+	pg_createcluster "$version" main -- --auth-local=trust --auth-host=trust
+fi
+echo "ensure-test-deps: starting PostgreSQL $version cluster main"
+pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+for _ in $(seq 1 60); do
+	if psql "$url" -qAtc 'SELECT 1' >/dev/null 2>&1; then
+		echo "ensure-test-deps: PostgreSQL answers at ${url%%\?*}"
+		exit 0
+	fi
+	sleep 0.5
+done
+echo "ensure-test-deps: PostgreSQL does not answer at ${url%%\?*}; see /var/log/postgresql/" >&2
+exit 1
