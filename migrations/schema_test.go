@@ -120,4 +120,3 @@ func firstDifference(want, got []byte) string {
 	}
 	return ""
 }
-

@@ -15,7 +15,7 @@ import (
 )
 
 type result struct {
-	code          int
+	code           int
 	stdout, stderr string
 }
 
