@@ -83,6 +83,19 @@ END $$;
 
 
 --
+-- Name: approve(uuid, text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.approve(request_id uuid, note text DEFAULT NULL::text, input_digest text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM ledger.decide_approval(request_id, true, note, input_digest);
+END $$;
+
+
+--
 -- Name: cancel(uuid, text); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -95,7 +108,6 @@ DECLARE
     v_admin     boolean;
     v_req       record;
     v_q         record;
-    v_version   bigint;
 BEGIN
     v_principal := ledger.current_principal();
     v_admin := pg_has_role(session_user, 'ledger_admin', 'MEMBER');
@@ -115,7 +127,7 @@ BEGIN
     END IF;
 
     -- The queue row is the lock that orders cancel against claim and completion.
-    SELECT q.state, q.cancel_requested INTO v_q FROM ledger.queue q WHERE q.id = request_id FOR UPDATE;
+    SELECT q.state, q.cancel_requested, q.stream_version INTO v_q FROM ledger.queue q WHERE q.id = request_id FOR UPDATE;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -127,9 +139,8 @@ BEGIN
         RETURN true;
     END IF;
 
-    SELECT max(e.version) INTO v_version FROM ledger.events e WHERE e.stream = 'request:' || request_id;
     INSERT INTO ledger.events (stream, version, type, payload, metadata)
-    VALUES ('request:' || request_id, v_version + 1, 'request.cancelled',
+    VALUES ('request:' || request_id, v_q.stream_version + 1, 'request.cancelled',
             json_build_object('request_id', request_id, 'reason', reason, 'previous_state', v_q.state),
             json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
                               'correlation_id', request_id));
@@ -145,6 +156,46 @@ END $$;
 
 
 --
+-- Name: claim_requests(text, integer, interval); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) RETURNS TABLE(id uuid, claim_id uuid, attempt integer, stream_version bigint, principal text, tool text, run_id text, input text, context text, input_digest bytea, approved boolean, charged boolean, submitted_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN QUERY
+    WITH picked AS (
+        SELECT q.id FROM ledger.queue q
+        WHERE q.state = 'pending' AND q.available_at <= clock_timestamp()
+        ORDER BY q.priority DESC, q.available_at, q.id
+        LIMIT max_requests
+        FOR UPDATE SKIP LOCKED
+    ), claimed AS (
+        UPDATE ledger.queue q
+        SET state = 'running', claimed_by = executor, claim_id = gen_random_uuid(), attempt = q.attempt + 1,
+            lease_expires_at = clock_timestamp() + lease, stream_version = q.stream_version + 1, started_at = NULL
+        FROM picked WHERE q.id = picked.id
+        RETURNING q.*
+    ), appended AS (
+        INSERT INTO ledger.events (stream, version, type, payload, metadata)
+        SELECT 'request:' || c.id, c.stream_version, 'request.claimed',
+               json_build_object('request_id', c.id, 'executor', executor, 'claim_id', c.claim_id,
+                                 'attempt', c.attempt, 'lease_expires_at', c.lease_expires_at),
+               json_build_object('actor', executor, 'correlation_id', c.id)
+        FROM claimed c
+    )
+    SELECT c.id, c.claim_id, c.attempt, c.stream_version, r.principal, r.tool, r.run_id,
+           (e.payload -> 'input')::text, (e.payload -> 'context')::text, r.input_digest,
+           c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at
+    FROM claimed c
+    JOIN ledger.request_status r ON r.id = c.id
+    JOIN ledger.events e ON e.stream = 'request:' || c.id AND e.version = 1
+    ORDER BY c.priority DESC, c.available_at, c.id;
+END $$;
+
+
+--
 -- Name: current_principal(); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -154,6 +205,88 @@ CREATE FUNCTION ledger.current_principal() RETURNS text
     AS $$
     SELECT p.principal FROM ledger.principals p WHERE p.login_role = session_user
 $$;
+
+
+--
+-- Name: decide_approval(uuid, boolean, text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.decide_approval(p_request_id uuid, p_grant boolean, p_note text, p_digest text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_principal text := ledger.current_principal();
+    v_op        text := CASE WHEN p_grant THEN 'ledger.approve' ELSE 'ledger.deny_approval' END;
+    v_req       record;
+    v_q         record;
+    v_digest    text;
+BEGIN
+    IF v_principal IS NULL OR NOT pg_has_role(session_user, 'ledger_approver', 'MEMBER') THEN
+        RAISE EXCEPTION '%: login role "%" is not an approver', v_op, session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF p_note IS NOT NULL AND octet_length(p_note) > 1024 THEN
+        RAISE EXCEPTION '%: note is % bytes, the limit is 1024', v_op, octet_length(p_note)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    SELECT r.principal, r.input_digest INTO v_req FROM ledger.request_status r WHERE r.id = p_request_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION '%: no request %', v_op, p_request_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF v_req.principal = v_principal THEN
+        RAISE EXCEPTION '%: principal % submitted request % and may not decide its approval', v_op, v_principal, p_request_id
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    v_digest := 'sha256:' || encode(v_req.input_digest, 'hex');
+    IF p_digest IS NOT NULL AND p_digest <> v_digest THEN
+        RAISE EXCEPTION '%: request % has input %, not the % that was approved', v_op, p_request_id, v_digest, p_digest
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT q.state, q.stream_version INTO v_q FROM ledger.queue q WHERE q.id = p_request_id FOR UPDATE;
+    IF NOT FOUND OR v_q.state <> 'awaiting_approval' THEN
+        RAISE EXCEPTION '%: request % is not awaiting approval', v_op, p_request_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('request:' || p_request_id, v_q.stream_version + 1,
+            CASE WHEN p_grant THEN 'approval.granted' ELSE 'approval.denied' END,
+            json_build_object('request_id', p_request_id, 'approver', v_principal, 'note', p_note,
+                              'input_digest', v_digest, 'reason', CASE WHEN p_grant THEN 'approved' ELSE 'denied_by_approver' END),
+            json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id));
+    IF p_grant THEN
+        UPDATE ledger.queue
+        SET state = 'pending', stream_version = stream_version + 1, approved_digest = v_req.input_digest,
+            approval_expires_at = NULL, available_at = clock_timestamp()
+        WHERE id = p_request_id;
+        UPDATE ledger.request_status SET state = 'pending' WHERE id = p_request_id;
+        PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
+        IF FOUND THEN
+            PERFORM pg_notify('ledger_request_pending', p_request_id::text);
+        END IF;
+    ELSE
+        DELETE FROM ledger.queue WHERE id = p_request_id;
+        UPDATE ledger.request_status
+        SET state = 'denied', error_kind = 'approval_denied',
+            error = 'approval denied by ' || v_principal || coalesce(': ' || p_note, ''), finished_at = clock_timestamp()
+        WHERE id = p_request_id;
+        PERFORM pg_notify('ledger_request_done', p_request_id::text);
+    END IF;
+END $$;
+
+
+--
+-- Name: deny_approval(uuid, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.deny_approval(request_id uuid, note text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM ledger.decide_approval(request_id, false, note, NULL);
+END $$;
 
 
 --
@@ -255,6 +388,42 @@ BEGIN
         USING ERRCODE = 'insufficient_privilege',
               HINT = 'append a compensating event instead';
 END $$;
+
+
+--
+-- Name: set_run_budget(text, integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.set_run_budget(run_id text, max_calls integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+#variable_conflict use_column
+DECLARE
+    v_principal text := ledger.current_principal();
+    v_version   bigint;
+BEGIN
+    IF v_principal IS NULL THEN
+        RAISE EXCEPTION 'ledger.set_run_budget: login role "%" is not mapped to a principal', session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF run_id IS NULL OR run_id !~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$' THEN
+        RAISE EXCEPTION 'ledger.set_run_budget: run_id must be 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_calls IS NULL OR max_calls < 0 OR max_calls > 1000000 THEN
+        RAISE EXCEPTION 'ledger.set_run_budget: max_calls must be between 0 and 1000000, got %', coalesce(max_calls::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO ledger.runs AS r (principal, run_id, max_calls, version)
+    VALUES (v_principal, set_run_budget.run_id, set_run_budget.max_calls, 1)
+    ON CONFLICT (principal, run_id) DO UPDATE SET max_calls = EXCLUDED.max_calls, version = r.version + 1
+    RETURNING r.version INTO v_version;
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('run:' || v_principal || '/' || set_run_budget.run_id, v_version, 'run.budget_set',
+            json_build_object('principal', v_principal, 'run_id', set_run_budget.run_id, 'max_calls', set_run_budget.max_calls),
+            json_build_object('actor', v_principal, 'login_role', session_user));
+END $_$;
 
 
 --
@@ -438,6 +607,12 @@ CREATE TABLE ledger.queue (
     claimed_by text,
     lease_expires_at timestamp with time zone,
     cancel_requested boolean DEFAULT false NOT NULL,
+    claim_id uuid,
+    stream_version bigint DEFAULT 1 NOT NULL,
+    started_at timestamp with time zone,
+    approved_digest bytea,
+    approval_expires_at timestamp with time zone,
+    charged boolean DEFAULT false NOT NULL,
     CONSTRAINT queue_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'awaiting_approval'::text, 'running'::text])))
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='500', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='1000', autovacuum_analyze_scale_factor='0', autovacuum_analyze_threshold='1000', autovacuum_vacuum_cost_delay='0');
@@ -528,6 +703,30 @@ COMMENT ON VIEW ledger.requests IS 'One row per request; a submitter sees only i
 
 
 --
+-- Name: runs; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.runs (
+    principal text NOT NULL,
+    run_id text NOT NULL,
+    max_calls integer,
+    used integer DEFAULT 0 NOT NULL,
+    version bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT runs_max_calls_check CHECK (((max_calls IS NULL) OR ((max_calls >= 0) AND (max_calls <= 1000000)))),
+    CONSTRAINT runs_used_check CHECK ((used >= 0))
+)
+WITH (fillfactor='80');
+
+
+--
+-- Name: TABLE runs; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.runs IS 'Per-run call budgets; derived from run.* and budget.consumed events.';
+
+
+--
 -- Name: execledger_schema_version; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -577,6 +776,14 @@ ALTER TABLE ONLY ledger.request_status
 
 
 --
+-- Name: runs runs_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.runs
+    ADD CONSTRAINT runs_pkey PRIMARY KEY (principal, run_id);
+
+
+--
 -- Name: events_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
 --
 
@@ -588,6 +795,13 @@ CREATE UNIQUE INDEX events_delivery_idx ON ledger.events USING btree (tx_id, "po
 --
 
 CREATE INDEX principals_principal_idx ON ledger.principals USING btree (principal);
+
+
+--
+-- Name: queue_approval_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX queue_approval_idx ON ledger.queue USING btree (approval_expires_at) WHERE (state = 'awaiting_approval'::text);
 
 
 --
@@ -609,6 +823,13 @@ CREATE INDEX queue_lease_idx ON ledger.queue USING btree (lease_expires_at) WHER
 --
 
 CREATE UNIQUE INDEX request_status_idempotency_idx ON ledger.request_status USING btree (principal, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+
+--
+-- Name: request_status_unattested_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_unattested_idx ON ledger.request_status USING btree (finished_at) WHERE ((attestation_digest IS NULL) AND (finished_at IS NOT NULL));
 
 
 --
@@ -652,6 +873,13 @@ CREATE POLICY request_status_all ON ledger.request_status FOR SELECT TO ledger_a
 
 
 --
+-- Name: request_status request_status_executor_update; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY request_status_executor_update ON ledger.request_status FOR UPDATE TO ledger_executor USING (true) WITH CHECK (true);
+
+
+--
 -- Name: request_status request_status_own; Type: POLICY; Schema: ledger; Owner: -
 --
 
@@ -679,12 +907,28 @@ GRANT ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], ty
 
 
 --
+-- Name: FUNCTION approve(request_id uuid, note text, input_digest text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.approve(request_id uuid, note text, input_digest text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.approve(request_id uuid, note text, input_digest text) TO ledger_approver;
+
+
+--
 -- Name: FUNCTION cancel(request_id uuid, reason text); Type: ACL; Schema: ledger; Owner: -
 --
 
 REVOKE ALL ON FUNCTION ledger.cancel(request_id uuid, reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.cancel(request_id uuid, reason text) TO ledger_submitter;
 GRANT ALL ON FUNCTION ledger.cancel(request_id uuid, reason text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION claim_requests(executor text, max_requests integer, lease interval); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) TO ledger_executor;
 
 
 --
@@ -697,6 +941,21 @@ GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_approver;
 GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_executor;
 GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_auditor;
 GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_admin;
+
+
+--
+-- Name: FUNCTION decide_approval(p_request_id uuid, p_grant boolean, p_note text, p_digest text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.decide_approval(p_request_id uuid, p_grant boolean, p_note text, p_digest text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION deny_approval(request_id uuid, note text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.deny_approval(request_id uuid, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.deny_approval(request_id uuid, note text) TO ledger_approver;
 
 
 --
@@ -723,6 +982,15 @@ GRANT ALL ON FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_
 --
 
 REVOKE ALL ON FUNCTION ledger.refuse_change() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION set_run_budget(run_id text, max_calls integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.set_run_budget(run_id text, max_calls integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.set_run_budget(run_id text, max_calls integer) TO ledger_submitter;
+GRANT ALL ON FUNCTION ledger.set_run_budget(run_id text, max_calls integer) TO ledger_admin;
 
 
 --
@@ -754,9 +1022,16 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE ledger.principals TO ledger_admin;
 -- Name: TABLE queue; Type: ACL; Schema: ledger; Owner: -
 --
 
-GRANT SELECT ON TABLE ledger.queue TO ledger_executor;
+GRANT SELECT,DELETE,UPDATE ON TABLE ledger.queue TO ledger_executor;
 GRANT SELECT ON TABLE ledger.queue TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.queue TO ledger_admin;
+
+
+--
+-- Name: TABLE queue_waiters; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE ledger.queue_waiters TO ledger_executor;
 
 
 --
@@ -765,7 +1040,7 @@ GRANT SELECT ON TABLE ledger.queue TO ledger_admin;
 
 GRANT SELECT ON TABLE ledger.request_status TO ledger_submitter;
 GRANT SELECT ON TABLE ledger.request_status TO ledger_approver;
-GRANT SELECT ON TABLE ledger.request_status TO ledger_executor;
+GRANT SELECT,UPDATE ON TABLE ledger.request_status TO ledger_executor;
 GRANT SELECT ON TABLE ledger.request_status TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.request_status TO ledger_admin;
 
@@ -779,6 +1054,15 @@ GRANT SELECT ON TABLE ledger.requests TO ledger_approver;
 GRANT SELECT ON TABLE ledger.requests TO ledger_executor;
 GRANT SELECT ON TABLE ledger.requests TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.requests TO ledger_admin;
+
+
+--
+-- Name: TABLE runs; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE ledger.runs TO ledger_executor;
+GRANT SELECT ON TABLE ledger.runs TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.runs TO ledger_admin;
 
 
 --

@@ -1,0 +1,83 @@
+package executor
+
+import (
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/ledger"
+)
+
+// attestation is what an attestation.signed event and the read model need.
+type attestation struct {
+	digest string
+	event  ledger.NewEvent
+}
+
+// attestationInput describes one outcome to attest.
+type attestationInput struct {
+	requestID   uuid.UUID
+	attempt     int
+	tool        string
+	principal   string
+	runID       string
+	inputDigest []byte // SHA-256 of the exact input bytes
+	output      []byte // nil when there is none
+	executor    string // Palyra's label: "policy" for denials, the tool's executor otherwise
+	tier        string
+	decision    string // "allow" or "deny"
+	reason      string
+	started     time.Time
+	finished    time.Time
+	result      Result
+	approvalRef string
+}
+
+// sign builds and signs the statement for in and the event that records it.
+func (e *Executor) sign(in attestationInput) (attestation, error) {
+	ex := attest.Execution{
+		AttestationID:  in.requestID.String() + "/" + strconv.Itoa(in.attempt),
+		RequestID:      in.requestID.String(),
+		Tool:           in.tool,
+		Principal:      in.principal,
+		RunID:          in.runID,
+		Tier:           in.tier,
+		Executor:       in.executor,
+		ExecutorHost:   e.cfg.Label,
+		Enforcement:    in.result.Enforcement,
+		PolicyDigest:   e.policy.Digest(),
+		Decision:       in.decision,
+		DecisionReason: in.reason,
+		ApprovalRef:    in.approvalRef,
+		StartedAt:      in.started.UTC(),
+		FinishedAt:     in.finished.UTC(),
+		TimedOut:       in.result.TimedOut,
+		Success:        in.result.ErrorKind == "",
+		ExitStatus:     in.result.ExitStatus,
+		ErrorKind:      in.result.ErrorKind,
+		Resources:      in.result.Resources,
+	}
+	st := attest.NewStatement(nil, in.output, ex)
+	for i := range st.Subject {
+		if st.Subject[i].Name == "input" {
+			st.Subject[i].Digest = map[string]string{"sha256": hex.EncodeToString(in.inputDigest)}
+		}
+	}
+	_, envJSON, digest, err := e.signer.Sign(st)
+	if err != nil {
+		return attestation{}, err
+	}
+	return attestation{digest: digest, event: ledger.NewEvent{
+		Type: "attestation.signed",
+		Payload: map[string]any{
+			"request_id":         in.requestID,
+			"attestation_digest": digest,
+			"key_id":             e.signer.KeyID(),
+			"envelope":           string(envJSON),
+		},
+		Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: in.requestID.String()},
+	}}, nil
+}

@@ -1,0 +1,149 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/execledger/execledger/ledger"
+)
+
+// completer writes finished calls in batches: whatever has finished while
+// the previous batch was being written goes into the next transaction, so
+// throughput comes from fewer, larger transactions without delaying a
+// lone completion.
+func (e *Executor) completer(ctx context.Context) {
+	for {
+		first, ok := <-e.outcomes
+		if !ok {
+			return
+		}
+		batch := []outcome{first}
+	drain:
+		for len(batch) < e.cfg.CompleteBatch {
+			select {
+			case o, ok := <-e.outcomes:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		e.completeWithRetry(ctx, batch)
+	}
+}
+
+func (e *Executor) completeWithRetry(ctx context.Context, batch []outcome) {
+	backoff := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := e.complete(ctx, batch)
+		if err == nil {
+			break
+		}
+		if attempt == 8 || ctx.Err() != nil {
+			// The leases will expire and the rescuer will settle these requests.
+			e.logger.Error("complete: giving up; leases will expire", slog.Int("requests", len(batch)), slog.Any("error", err))
+			break
+		}
+		e.logger.Warn("complete: retrying", slog.Int("attempt", attempt), slog.Any("error", err))
+		sleep(ctx, backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	e.mu.Lock()
+	for _, o := range batch {
+		delete(e.inflight, o.job.id)
+		o.job.cancel(nil)
+	}
+	e.mu.Unlock()
+}
+
+// complete writes one batch in one transaction: execution.finished and
+// attestation.signed for each request whose claim is still this executor's,
+// the read model, the queue, and the NOTIFYs.
+func (e *Executor) complete(ctx context.Context, batch []outcome) error {
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	ids := make([]uuid.UUID, len(batch))
+	claims := make([]uuid.UUID, len(batch))
+	for i, o := range batch {
+		ids[i], claims[i] = o.job.id, o.job.claimID
+	}
+	rows, err := tx.Query(ctx, queryLockClaims, ids, claims)
+	if err != nil {
+		return fmt.Errorf("lock claims: %w", err)
+	}
+	held := map[uuid.UUID]int64{}
+	for rows.Next() {
+		var id uuid.UUID
+		var v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			rows.Close()
+			return err
+		}
+		held[id] = v
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var appends []ledger.StreamAppend
+	var fin finishBatch
+	for _, o := range batch {
+		j, res := o.job, o.result
+		v, ok := held[j.id]
+		if !ok {
+			e.logger.Warn("claim lost before completion; outcome dropped", slog.String("request_id", j.id.String()),
+				slog.String("error_kind", res.ErrorKind))
+			continue
+		}
+		j.version = v
+		state := "succeeded"
+		switch res.ErrorKind {
+		case "":
+		case "cancelled":
+			state = "cancelled"
+		default:
+			state = "failed"
+		}
+		a, err := e.sign(attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
+			runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
+			decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res})
+		if err != nil {
+			return err
+		}
+		finished := map[string]any{
+			"request_id": j.id, "attempt": j.attempt, "state": state, "error_kind": strp(res.ErrorKind),
+			"error": strp(res.Error), "timed_out": res.TimedOut, "exit_status": res.ExitStatus,
+			"resources": res.Resources, "enforcement": res.Enforcement, "output": res.Output,
+			"executor": j.impl.Executor(), "tier": j.impl.Tier(),
+		}
+		if len(res.Output) == 0 {
+			finished["output"] = nil
+		}
+		events := []ledger.NewEvent{{Type: "execution.finished", Payload: finished, Metadata: e.meta(j)}}
+		if state == "cancelled" {
+			events = append(events, ledger.NewEvent{Type: "request.cancelled", Payload: map[string]any{
+				"request_id": j.id, "reason": res.Error, "previous_state": "running"}, Metadata: e.meta(j)})
+		}
+		events = append(events, a.event)
+		appends = append(appends, ledger.StreamAppend{Stream: j.stream(), Expected: j.version, Events: events})
+		fin.add(j.id, state, res, j.impl.Tier(), a.digest)
+	}
+	if len(appends) == 0 {
+		return tx.Commit(ctx)
+	}
+	if _, err := e.store.AppendBatch(ctx, tx, appends); err != nil {
+		return err
+	}
+	if err := fin.exec(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}

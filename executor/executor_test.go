@@ -1,0 +1,582 @@
+package executor
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/policy"
+	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
+)
+
+// testPolicy allows alice and carol everything; bob may not run echo.
+const testPolicy = `
+@id("alice-and-carol")
+permit (principal, action == Action::"tool.execute", resource)
+when { principal == Principal::"alice" || principal == Principal::"carol" };
+@id("bob-sleeps")
+permit (principal == Principal::"bob", action == Action::"tool.execute", resource == Tool::"sleep");
+@id("no-echo-for-bob")
+forbid (principal == Principal::"bob", action == Action::"tool.execute", resource == Tool::"echo");
+`
+
+type env struct {
+	db       *testdb.DB
+	alice    *ledger.Client
+	bob      *ledger.Client
+	carol    *ledger.Client // an approver
+	aliceSQL *testdb.Role
+	carolSQL *testdb.Role
+	pub      ed25519.PublicKey
+	exec     *Executor
+	stop     func()
+}
+
+// flaky is a tool that is not safe to repeat and counts its runs.
+type flaky struct{ runs atomic.Int64 }
+
+func (*flaky) Name() string                   { return "test.unsafe" }
+func (*flaky) Executor() string               { return "builtin" }
+func (*flaky) Tier() string                   { return "builtin" }
+func (*flaky) SafeToRepeat() bool             { return false }
+func (*flaky) Validate(json.RawMessage) error { return nil }
+func (f *flaky) Run(ctx context.Context, c Call) Result {
+	f.runs.Add(1)
+	return Result{Output: json.RawMessage(`{"ran":true}`)}
+}
+
+func setup(t *testing.T, mutate func(*Config), extra ...Tool) *env {
+	t.Helper()
+	db := testdb.New(t)
+	aliceRole := db.LoginRole(t, "alice", "ledger_submitter")
+	bobRole := db.LoginRole(t, "bob", "ledger_submitter")
+	carolRole := db.LoginRole(t, "carol", "ledger_submitter", "ledger_approver")
+	pol, err := policy.FromSources([]policy.Source{{Name: "test.cedar", Text: []byte(testPolicy)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Label: "exec-test", Lease: 2 * time.Second, PollInterval: 200 * time.Millisecond,
+		RescueInterval: 100 * time.Millisecond, ShutdownGrace: 2 * time.Second, ToolTimeout: 10 * time.Second}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	tools := append([]Tool{Echo{}, Sleep{}}, extra...)
+	x, err := New(db.Pool, cfg, pol, attest.NewSigner(priv), slog.New(slog.DiscardHandler), tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{db: db, aliceSQL: aliceRole, carolSQL: carolRole, pub: pub, exec: x,
+		alice: ledger.NewClient(aliceRole.Pool), bob: ledger.NewClient(bobRole.Pool), carol: ledger.NewClient(carolRole.Pool)}
+	for _, c := range []*ledger.Client{e.alice, e.bob, e.carol} {
+		t.Cleanup(c.Close)
+	}
+	e.stop = e.start(t, x)
+	return e
+}
+
+// start runs x until the test ends (or stop is called) and fails the test
+// if Run returns an error.
+func (e *env) start(t *testing.T, x *Executor) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- x.Run(ctx) }()
+	var stopped bool
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("executor: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("executor did not stop within 30s")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func await(t *testing.T, c *ledger.Client, id uuid.UUID) *ledger.Request {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.Await(ctx, id)
+	if err != nil {
+		t.Fatalf("await %s: %v", id, err)
+	}
+	return r
+}
+
+func submit(t *testing.T, c *ledger.Client, p ledger.SubmitParams) uuid.UUID {
+	t.Helper()
+	id, err := c.Submit(context.Background(), p)
+	if err != nil {
+		t.Fatalf("submit %s: %v", p.Tool, err)
+	}
+	return id
+}
+
+func (e *env) events(t *testing.T, id uuid.UUID) []ledger.Event {
+	t.Helper()
+	evs, err := ledger.NewStore(e.db.Pool).ReadStream(context.Background(), "request:"+id.String(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func types(evs []ledger.Event) string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, e.Type)
+	}
+	return strings.Join(s, " ")
+}
+
+// verifyAttestation checks the request's last attestation: signature,
+// subjects against the exact input and output, and the recorded digest.
+func (e *env) verifyAttestation(t *testing.T, r *ledger.Request) *attest.Statement {
+	t.Helper()
+	evs := e.events(t, r.ID)
+	var p struct {
+		Digest   string `json:"attestation_digest"`
+		Envelope string `json:"envelope"`
+	}
+	var input json.RawMessage
+	for _, ev := range evs {
+		switch ev.Type {
+		case "attestation.signed":
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+		case "tool.requested":
+			var tr struct{ Input json.RawMessage }
+			if err := json.Unmarshal(ev.Payload, &tr); err != nil {
+				t.Fatal(err)
+			}
+			input = tr.Input
+		}
+	}
+	if p.Envelope == "" {
+		t.Fatalf("request %s has no attestation.signed event: %s", r.ID, types(evs))
+	}
+	st, err := attest.Verify([]byte(p.Envelope), e.pub)
+	if err != nil {
+		t.Fatalf("attestation of %s does not verify: %v", r.ID, err)
+	}
+	if attest.Digest([]byte(p.Envelope)) != p.Digest || r.AttestationDigest == nil || *r.AttestationDigest != p.Digest {
+		t.Fatalf("attestation digest: event %s, envelope %s, request %v", p.Digest, attest.Digest([]byte(p.Envelope)), r.AttestationDigest)
+	}
+	var output []byte
+	if len(r.Output) > 0 && r.State == ledger.StateSucceeded {
+		output = evOutput(t, evs)
+	}
+	if err := st.VerifySubjects(input, output); err != nil {
+		t.Fatalf("subjects of %s: %v", r.ID, err)
+	}
+	if st.Predicate.RequestID != r.ID.String() || st.Predicate.Principal != r.Principal || st.Predicate.Tool != r.Tool {
+		t.Fatalf("predicate %+v does not match request %+v", st.Predicate, r)
+	}
+	return st
+}
+
+// evOutput is the exact output bytes recorded in execution.finished.
+func evOutput(t *testing.T, evs []ledger.Event) []byte {
+	for _, ev := range evs {
+		if ev.Type == "execution.finished" {
+			var f struct{ Output json.RawMessage }
+			if err := json.Unmarshal(ev.Payload, &f); err != nil {
+				t.Fatal(err)
+			}
+			return f.Output
+		}
+	}
+	return nil
+}
+
+func TestEchoSucceedsAndIsAttested(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "hello"}, RunID: "r1"})
+	r := await(t, e.alice, id)
+	if r.State != ledger.StateSucceeded || string(r.Output) != `{"text": "hello"}` || *r.Tier != "builtin" || r.ErrorKind != nil {
+		t.Fatalf("request = %+v output %s", r, r.Output)
+	}
+	want := "tool.requested request.claimed policy.decided budget.consumed execution.started execution.finished attestation.signed"
+	if got := types(e.events(t, id)); got != want {
+		t.Fatalf("events:\n got %s\nwant %s", got, want)
+	}
+	st := e.verifyAttestation(t, r)
+	if st.Predicate.Decision != "allow" || !st.Predicate.Success || st.Predicate.Executor != "builtin" ||
+		st.Predicate.ExecutorHost != "exec-test" || st.Predicate.PolicyDigest != e.exec.policy.Digest() {
+		t.Fatalf("predicate = %+v", st.Predicate)
+	}
+	// The policy set was published once.
+	var published int
+	if err := e.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM ledger.events WHERE type = 'policy.published'").Scan(&published); err != nil || published != 1 {
+		t.Fatalf("policy.published events: %d, %v", published, err)
+	}
+}
+
+func TestDenialsAreRecordedAndAttested(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	big := strings.Repeat("x", 17<<10)
+	cases := []struct {
+		name   string
+		client *ledger.Client
+		p      ledger.SubmitParams
+		kind   ledger.ErrorKind
+		reason string
+	}{
+		{"forbidden by policy", e.bob, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"}}, ledger.KindPolicyDenied, "policy.deny"},
+		{"no permit", e.bob, ledger.SubmitParams{Tool: "process.run", Input: map[string]any{}}, ledger.KindPolicyDenied, "policy.baseline_deny"},
+		{"unknown tool", e.alice, ledger.SubmitParams{Tool: "no.such", Input: map[string]any{}}, ledger.KindPolicyDenied, "tool.unsupported"},
+		{"over the echo cap", e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": big}}, ledger.KindInvalidInput, "quota/tool_input_too_large"},
+		{"echo text too long", e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": strings.Repeat("é", EchoMaxText+1)}}, ledger.KindInvalidInput, "tool.invalid_input"},
+		{"echo unknown field", e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x", "extra": 1}}, ledger.KindInvalidInput, "tool.invalid_input"},
+		{"sleep too long", e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 30001}}, ledger.KindInvalidInput, "tool.invalid_input"},
+	}
+	for _, tc := range cases {
+		id := submit(t, tc.client, tc.p)
+		r := await(t, tc.client, id)
+		if r.State != ledger.StateDenied || r.ErrorKind == nil || *r.ErrorKind != tc.kind {
+			t.Errorf("%s: %+v", tc.name, r)
+			continue
+		}
+		evs := e.events(t, id)
+		if got := types(evs); got != "tool.requested request.claimed policy.decided attestation.signed" {
+			t.Errorf("%s: events %s", tc.name, got)
+		}
+		var d struct {
+			Decision   string `json:"decision"`
+			ReasonCode string `json:"reason_code"`
+			ErrorKind  string `json:"error_kind"`
+		}
+		if err := json.Unmarshal(evs[2].Payload, &d); err != nil || d.Decision != "deny" || d.ReasonCode != tc.reason {
+			t.Errorf("%s: policy.decided %s", tc.name, evs[2].Payload)
+		}
+		st := e.verifyAttestation(t, r)
+		if st.Predicate.Decision != "deny" || st.Predicate.Executor != "policy" || st.Predicate.ErrorKind != string(tc.kind) {
+			t.Errorf("%s: predicate %+v", tc.name, st.Predicate)
+		}
+	}
+}
+
+func TestBudgetIsDurableAndDenialsDoNotSpendIt(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	if _, err := e.aliceSQL.Pool.Exec(ctx, "SELECT ledger.set_run_budget('r-budget', 2)"); err != nil {
+		t.Fatal(err)
+	}
+	// A denial (unknown tool) first: it must not consume.
+	denied := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "no.such", Input: map[string]any{}, RunID: "r-budget"}))
+	if denied.State != ledger.StateDenied {
+		t.Fatal(denied)
+	}
+	var states []ledger.State
+	for i := range 3 {
+		r := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": fmt.Sprint(i)}, RunID: "r-budget"}))
+		states = append(states, r.State)
+		if i == 2 && (r.ErrorKind == nil || *r.ErrorKind != ledger.KindBudgetExhausted) {
+			t.Fatalf("third call: %+v", r)
+		}
+	}
+	if fmt.Sprint(states) != "[succeeded succeeded denied]" {
+		t.Fatalf("states = %v", states)
+	}
+	// Budgets are per principal: carol's run of the same name is fresh.
+	if r := await(t, e.carol, submit(t, e.carol, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "c"}, RunID: "r-budget"})); r.State != ledger.StateSucceeded {
+		t.Fatalf("carol: %+v", r)
+	}
+	var used int
+	if err := e.db.Pool.QueryRow(ctx, "SELECT used FROM ledger.runs WHERE principal = 'alice' AND run_id = 'r-budget'").Scan(&used); err != nil || used != 2 {
+		t.Fatalf("used = %d, %v", used, err)
+	}
+}
+
+func TestDefaultBudgetIsFour(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	var denied int
+	for i := range 6 {
+		r := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": fmt.Sprint(i)}, RunID: "r-default"}))
+		if r.State == ledger.StateDenied {
+			denied++
+		}
+	}
+	if denied != 2 {
+		t.Fatalf("%d of 6 denied, want 2", denied)
+	}
+}
+
+func TestApproval(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.Sensitive = []string{"sleep"} })
+	ctx := context.Background()
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 1}})
+	waitState(t, e.alice, id, ledger.StateAwaitingApproval)
+
+	// The submitter may not approve its own request, nor may a non-approver.
+	if _, err := e.aliceSQL.Pool.Exec(ctx, "SELECT ledger.approve($1)", id); err == nil {
+		t.Fatal("the submitter approved its own request")
+	}
+	// The approval is bound to the input digest the approver saw.
+	if _, err := e.carolSQL.Pool.Exec(ctx, "SELECT ledger.approve($1, 'ok', 'sha256:00')", id); err == nil {
+		t.Fatal("an approval for other input was accepted")
+	}
+	var digest string
+	if err := e.db.Pool.QueryRow(ctx, "SELECT 'sha256:' || encode(input_digest, 'hex') FROM ledger.request_status WHERE id = $1", id).Scan(&digest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.carolSQL.Pool.Exec(ctx, "SELECT ledger.approve($1, 'looks fine', $2)", id, digest); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, e.alice, id)
+	if r.State != ledger.StateSucceeded {
+		t.Fatalf("approved request: %+v", r)
+	}
+	want := "tool.requested request.claimed policy.decided approval.requested approval.granted request.claimed policy.decided execution.started execution.finished attestation.signed"
+	if got := types(e.events(t, id)); got != want {
+		t.Fatalf("events:\n got %s\nwant %s", got, want)
+	}
+
+	// A denied approval ends the request, and the executor attests it.
+	id2 := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 2}})
+	waitState(t, e.alice, id2, ledger.StateAwaitingApproval)
+	if _, err := e.carolSQL.Pool.Exec(ctx, "SELECT ledger.deny_approval($1, 'no')", id2); err != nil {
+		t.Fatal(err)
+	}
+	r2 := await(t, e.alice, id2)
+	if r2.State != ledger.StateDenied || *r2.ErrorKind != ledger.KindApprovalDenied {
+		t.Fatalf("denied approval: %+v", r2)
+	}
+	waitAttested(t, e, id2)
+}
+
+func TestApprovalExpires(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.Sensitive = []string{"sleep"}; c.ApprovalTimeout = 300 * time.Millisecond })
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 1}})
+	r := await(t, e.alice, id)
+	if r.State != ledger.StateDenied || *r.ErrorKind != ledger.KindApprovalDenied {
+		t.Fatalf("expired approval: %+v", r)
+	}
+	e.verifyAttestation(t, r)
+}
+
+func waitState(t *testing.T, c *ledger.Client, id uuid.UUID, want ledger.State) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := c.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("request %s is %s, not %s", id, r.State, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitAttested(t *testing.T, e *env, id uuid.UUID) *ledger.Request {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := e.alice.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.AttestationDigest != nil {
+			e.verifyAttestation(t, r)
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("request %s was never attested", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCancelRunningStopsWithinASecond(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 20000}})
+	waitState(t, e.alice, id, ledger.StateRunning)
+	start := time.Now()
+	if ok, err := e.alice.Cancel(context.Background(), id, "stop"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	r := await(t, e.alice, id)
+	if r.State != ledger.StateCancelled || *r.ErrorKind != ledger.KindCancelled {
+		t.Fatalf("cancelled running request: %+v", r)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("cancellation took %s", took)
+	}
+	if got := types(e.events(t, id)); !strings.HasSuffix(got, "execution.finished request.cancelled attestation.signed") {
+		t.Errorf("events: %s", got)
+	}
+	e.verifyAttestation(t, r)
+}
+
+func TestCancelledPendingRequestIsAttested(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.Sensitive = []string{"sleep"} })
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 1}})
+	waitState(t, e.alice, id, ledger.StateAwaitingApproval)
+	if _, err := e.alice.Cancel(context.Background(), id, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitAttested(t, e, id)
+}
+
+// TestShutdownStopsAndRecordsRunningCalls: after the grace period the
+// running call is stopped and its outcome recorded.
+func TestShutdownStopsAndRecordsRunningCalls(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.ShutdownGrace = 300 * time.Millisecond })
+	quick := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 100}})
+	long := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 20000}})
+	waitState(t, e.alice, long, ledger.StateRunning)
+	e.stop()
+	if r := await(t, e.alice, quick); r.State != ledger.StateSucceeded {
+		t.Fatalf("the quick call did not finish in the grace period: %+v", r)
+	}
+	r := await(t, e.alice, long)
+	if r.State != ledger.StateCancelled || !strings.Contains(*r.Error, "shut down") {
+		t.Fatalf("the long call: %+v", r)
+	}
+	e.verifyAttestation(t, r)
+}
+
+// claimAsGhost claims a request as an executor that then vanishes, with
+// its lease already expired; started says whether execution had begun.
+func claimAsGhost(t *testing.T, e *env, started bool) uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	var id uuid.UUID
+	err := e.db.Pool.QueryRow(ctx, "SELECT id FROM ledger.claim_requests('ghost', 1, '1 millisecond')").Scan(&id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started {
+		if _, err := e.db.Pool.Exec(ctx, "UPDATE ledger.queue SET started_at = now() WHERE id = $1", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
+func TestRescue(t *testing.T) {
+	t.Parallel()
+	unsafe := &flaky{}
+	e := setup(t, nil, unsafe)
+	e.stop() // the ghost claims; this executor only rescues
+	ctx := context.Background()
+
+	for _, tc := range []struct {
+		tool    string
+		started bool
+		state   ledger.State
+		kind    string
+	}{
+		{"test.unsafe", false, ledger.StateSucceeded, ""},            // never started: runs
+		{"echo", true, ledger.StateSucceeded, ""},                    // safe to repeat: runs again
+		{"test.unsafe", true, ledger.StateFailed, "outcome_unknown"}, // may have run: never twice
+	} {
+		input := map[string]any{"text": "x"}
+		id := submit(t, e.alice, ledger.SubmitParams{Tool: tc.tool, Input: input})
+		if got := claimAsGhost(t, e, tc.started); got != id {
+			t.Fatalf("ghost claimed %s, not %s", got, id)
+		}
+		before := unsafe.runs.Load()
+		x, err := New(e.db.Pool, Config{Label: "rescuer", RescueInterval: 50 * time.Millisecond, PollInterval: 100 * time.Millisecond},
+			e.exec.policy, e.exec.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{}, unsafe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := e.start(t, x)
+		r := await(t, e.alice, id)
+		stop()
+		if r.State != tc.state || (tc.kind != "" && string(*r.ErrorKind) != tc.kind) {
+			t.Fatalf("%s started=%v: %+v", tc.tool, tc.started, r)
+		}
+		evs := e.events(t, id)
+		if !strings.Contains(types(evs), "lease.expired") {
+			t.Fatalf("no lease.expired: %s", types(evs))
+		}
+		if tc.kind == "outcome_unknown" && unsafe.runs.Load() != before {
+			t.Fatal("an unsafe tool that may have run was run again")
+		}
+		e.verifyAttestation(t, r)
+	}
+	_ = ctx
+}
+
+// TestRescueLeavesCompletedRequestsAlone: a rescuer that saw a lease
+// expire changes nothing once the owner has completed the request.
+func TestHeartbeatKeepsLongCallsClaimed(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.Lease = time.Second })
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 2500}})
+	r := await(t, e.alice, id)
+	if r.State != ledger.StateSucceeded {
+		t.Fatalf("a call longer than its lease: %+v", r)
+	}
+	if strings.Contains(types(e.events(t, id)), "lease.expired") {
+		t.Fatal("the lease expired although the executor was alive")
+	}
+}
+
+func TestExecutorsNeverShareAClaim(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	second, err := New(e.db.Pool, Config{Label: "exec-second"}, e.exec.policy, e.exec.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start(t, second)
+	var ids []uuid.UUID
+	for i := range 200 {
+		ids = append(ids, submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": fmt.Sprint(i)}}))
+	}
+	for _, id := range ids {
+		if r := await(t, e.alice, id); r.State != ledger.StateSucceeded {
+			t.Fatalf("%+v", r)
+		}
+	}
+	var claims, dup int
+	err = e.db.Pool.QueryRow(context.Background(), `SELECT count(*), count(*) - count(DISTINCT stream)
+FROM ledger.events WHERE type = 'request.claimed'`).Scan(&claims, &dup)
+	if err != nil || claims != 200 || dup != 0 {
+		t.Fatalf("claims %d, duplicates %d, %v", claims, dup, err)
+	}
+}
+
+var _ = errors.New

@@ -1,0 +1,53 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/execledger/execledger/internal/policy"
+	"github.com/execledger/execledger/ledger"
+)
+
+// job is one claimed request on its way through an executor.
+type job struct {
+	id          uuid.UUID
+	claimID     uuid.UUID
+	attempt     int
+	version     int64 // head of stream request:<id>, advanced as events are appended
+	principal   string
+	tool        string
+	runID       string
+	input       json.RawMessage
+	context     ledger.RequestContext
+	inputDigest []byte
+	approved    bool
+	wasCharged  bool // an earlier claim already paid the run's budget
+	submittedAt time.Time
+
+	impl     Tool // nil for an unknown tool
+	decision policy.Decision
+	started  time.Time
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func (j *job) charged() bool { return j.wasCharged }
+
+func (j *job) stream() string { return "request:" + j.id.String() }
+
+// next returns the version the next event of the job's stream takes.
+func (j *job) next() int64 {
+	j.version++
+	return j.version
+}
+
+// outcome is a finished job, waiting to be completed in a batch.
+type outcome struct {
+	job      *job
+	result   Result
+	finished time.Time
+}

@@ -1,0 +1,53 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/google/uuid"
+)
+
+// Tool is something an executor can run: a built-in, or a sandbox tier's
+// runner. Implementations must be safe for concurrent use.
+type Tool interface {
+	// Name is the tool id requests name, e.g. "echo" or "process.run".
+	Name() string
+	// Executor is the label recorded in events and attestations, e.g.
+	// "builtin" or "sandbox_tier_b".
+	Executor() string
+	// Tier is the sandbox tier: "builtin", "A", "B" or "C".
+	Tier() string
+	// SafeToRepeat reports whether running the tool twice for one request
+	// does no harm, so that a request whose executor died mid-run may run
+	// again instead of ending outcome_unknown.
+	SafeToRepeat() bool
+	// Validate checks the input before anything is authorized or spent;
+	// an error denies the request with error_kind invalid_input.
+	Validate(input json.RawMessage) error
+	// Run executes the call. It must return promptly once ctx is done.
+	// A Result with an empty ErrorKind is a success.
+	Run(ctx context.Context, call Call) Result
+}
+
+// Call is one execution of a tool.
+type Call struct {
+	RequestID uuid.UUID
+	Attempt   int
+	Principal string
+	RunID     string
+	Input     json.RawMessage
+}
+
+// Result is how a call ended.
+type Result struct {
+	Output      json.RawMessage  // a JSON object on success; may be set on failure too
+	ErrorKind   string           // "" on success, else one of the contract's error kinds
+	Error       string           // a human message when ErrorKind is set
+	ExitStatus  *int             // for processes
+	TimedOut    bool             // the call hit its timeout
+	Resources   map[string]int64 // usage, e.g. wall_ms, cpu_ms, fuel
+	Enforcement map[string]any   // limits and isolation actually applied
+}
+
+// failure builds a failed Result.
+func failure(kind, msg string) Result { return Result{ErrorKind: kind, Error: msg} }

@@ -1,0 +1,70 @@
+package policy
+
+import (
+	"strings"
+
+	cedar "github.com/cedar-policy/cedar-go"
+)
+
+// Cedar entity types of the entity model (see the package documentation).
+const (
+	principalType cedar.EntityType = "Principal"
+	actionType    cedar.EntityType = "Action"
+	toolType      cedar.EntityType = "Tool"
+	toolGroupType cedar.EntityType = "ToolGroup"
+	skillType     cedar.EntityType = "Skill"
+	channelType   cedar.EntityType = "Channel"
+	deviceType    cedar.EntityType = "Device"
+)
+
+// Request is one tool request to authorize.
+type Request struct {
+	Principal    string   // e.g. "alice"
+	Tool         string   // e.g. "echo", "process.run", "acme.hello"
+	Skill        string   // "" when the tool is not a skill
+	Channel      string   // "" when unknown
+	Device       string   // "" when unknown
+	Session      string   // "" when unknown
+	RunID        string   // "" when unknown
+	Capabilities []string // e.g. "process_exec", "network", "secrets_read"
+	Sensitive    bool
+}
+
+// toolGroup is the prefix of tool before its first dot, "" when it has none.
+func toolGroup(tool string) string {
+	group, _, found := strings.Cut(tool, ".")
+	if !found {
+		return ""
+	}
+	return group
+}
+
+func (r Request) principalUID() cedar.EntityUID {
+	return cedar.NewEntityUID(principalType, cedar.String(r.Principal))
+}
+
+func (r Request) toolUID() cedar.EntityUID {
+	return cedar.NewEntityUID(toolType, cedar.String(r.Tool))
+}
+
+func (r Request) skillUID() cedar.EntityUID {
+	return cedar.NewEntityUID(skillType, cedar.String(r.Skill))
+}
+
+// context builds the context record; every key is always present.
+func (r Request) context() cedar.Record {
+	caps := make([]cedar.Value, len(r.Capabilities))
+	for i, c := range r.Capabilities {
+		caps[i] = cedar.String(c)
+	}
+	return cedar.NewRecord(cedar.RecordMap{
+		"run_id":              cedar.String(r.RunID),
+		"session_id":          cedar.String(r.Session),
+		"channel":             cedar.String(r.Channel),
+		"device":              cedar.String(r.Device),
+		"capabilities":        cedar.NewSet(caps...),
+		"is_sensitive_action": cedar.Boolean(r.Sensitive),
+		"tool_name":           cedar.String(r.Tool),
+		"skill_id":            cedar.String(r.Skill),
+	})
+}
