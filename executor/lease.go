@@ -111,6 +111,7 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 	}
 	type expired struct {
 		id, claimID              uuid.UUID
+		attempt                  int
 		claimedBy                *string
 		version                  int64
 		started, cancelRequested bool
@@ -120,7 +121,7 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 	var list []expired
 	for rows.Next() {
 		var x expired
-		if err := rows.Scan(&x.id, &x.claimID, &x.claimedBy, &x.version, &x.started, &x.cancelRequested,
+		if err := rows.Scan(&x.id, &x.claimID, &x.attempt, &x.claimedBy, &x.version, &x.started, &x.cancelRequested,
 			&x.tool, &x.principal, &x.runID, &x.inputDigest); err != nil {
 			rows.Close()
 			return 0, err
@@ -169,7 +170,7 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 		if impl != nil {
 			executor, tier = impl.Executor(), impl.Tier()
 		}
-		a, err := e.sign(attestationInput{requestID: x.id, tool: x.tool, principal: x.principal, runID: x.runID,
+		a, err := e.sign(attestationInput{requestID: x.id, attempt: x.attempt, tool: x.tool, principal: x.principal, runID: x.runID,
 			inputDigest: x.inputDigest, executor: executor, tier: tier, decision: "allow", reason: "lease.expired",
 			started: now, finished: now, result: res})
 		if err != nil {

@@ -71,7 +71,7 @@ FROM unnest($1::uuid[], $2::uuid[]) AS u(id, claim_id)
 WHERE q.id = u.id AND q.claim_id = u.claim_id
 RETURNING q.id, q.cancel_requested`
 
-	queryExpiredLeases = `SELECT q.id, q.claim_id, q.claimed_by, q.stream_version, q.started_at IS NOT NULL, q.cancel_requested,
+	queryExpiredLeases = `SELECT q.id, q.claim_id, q.attempt, q.claimed_by, q.stream_version, q.started_at IS NOT NULL, q.cancel_requested,
        r.tool, r.principal, coalesce(r.run_id, ''), r.input_digest
 FROM ledger.queue q JOIN ledger.request_status r ON r.id = q.id
 WHERE q.state = 'running' AND q.lease_expires_at < clock_timestamp()

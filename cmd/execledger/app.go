@@ -45,10 +45,11 @@ type env struct {
 func commands() []command {
 	return []command{
 		{"dev", "[--config FILE]", "start an embedded PostgreSQL (unless DATABASE_URL is set), migrate it and serve", runDev},
-		{"serve", "[--config FILE]", "run the service against DATABASE_URL", runServe},
+		{"serve", "[--config FILE]", "run the executor and the operations endpoints against DATABASE_URL", runServe},
 		{"migrate", "[--config FILE] [--status]", "apply the embedded schema migrations to DATABASE_URL", runMigrate},
 		{"submit", "TOOL JSON [--run R] [--key K] [--context JSON] [--wait] [--timeout D] [--json]", "submit a tool request (JSON - reads stdin)", runSubmit},
 		{"status", "ID [--json]", "show a request", runStatus},
+		{"keygen", "[--out FILE]", "write an Ed25519 attestation signing key (FILE, FILE.pub)", runKeygen},
 	}
 }
 

@@ -6,11 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/pgcluster"
+	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/migrations"
 )
 
@@ -36,6 +40,58 @@ END $$;
 INSERT INTO ledger.principals (login_role, principal) VALUES ('demo_alice', 'alice'), ('demo_bob', 'bob') ON CONFLICT DO NOTHING;
 `
 
+// demoPolicy is the Cedar policy `execledger dev` authorizes against when
+// the configuration names none: principals demo and alice may run echo
+// and sleep; bob may sleep but never echo, to show a denial.
+const demoPolicy = `@id("demo-and-alice")
+permit (principal, action == Action::"tool.execute", resource)
+when { (principal == Principal::"demo" || principal == Principal::"alice") &&
+       (resource == Tool::"echo" || resource == Tool::"sleep") };
+
+@id("bob-sleeps")
+permit (principal == Principal::"bob", action == Action::"tool.execute", resource == Tool::"sleep");
+
+@id("bob-never-echoes")
+forbid (principal == Principal::"bob", action == Action::"tool.execute", resource == Tool::"echo");
+`
+
+// devServices uses the configured policy files and key when there are
+// any, else the demo policy and a key kept beside the data directory.
+func devServices(cfg config.Config, logger *slog.Logger) (services, error) {
+	var svc services
+	var err error
+	if len(cfg.Policy.Files) > 0 {
+		svc.policy, err = policy.Load(cfg.Policy.Files...)
+	} else {
+		svc.policy, err = policy.FromSources([]policy.Source{{Name: "demo.cedar", Text: []byte(demoPolicy)}})
+	}
+	if err != nil {
+		return services{}, err
+	}
+	key := cfg.Attest.KeyFile
+	if key == "" {
+		dir, err := filepath.Abs(filepath.Dir(filepath.Clean(cfg.Dev.DataDir)))
+		if err != nil {
+			return services{}, err
+		}
+		key = filepath.Join(dir, "attest.key")
+		if _, err := os.Stat(key); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return services{}, err
+			}
+			id, err := attest.GenerateKeyFiles(key, key+".pub")
+			if err != nil {
+				return services{}, err
+			}
+			logger.Info("generated an attestation key", slog.String("key_id", id), slog.String("file", key))
+		}
+	}
+	if svc.signer, err = attest.LoadSigner(key); err != nil {
+		return services{}, err
+	}
+	return svc, nil
+}
+
 func runDev(ctx context.Context, e *env, args []string) int {
 	fs, cfgPath := newFlagSet(e, "dev")
 	pos, err := parseInterleaved(fs, args)
@@ -50,6 +106,10 @@ func runDev(ctx context.Context, e *env, args []string) int {
 		return e.fail(exitError, "%v", err)
 	}
 	logger := e.logger(cfg)
+	svc, err := devServices(cfg, logger)
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -103,10 +163,11 @@ func runDev(ctx context.Context, e *env, args []string) int {
   psql "$DATABASE_URL"                          # as principal demo
   execledger submit echo '{"text":"hi"}'        # with DATABASE_URL set
   Login roles demo_alice and demo_bob act as principals alice and bob.
+  Policy: demo and alice may run echo and sleep; bob may sleep but not echo.
 Ctrl-C stops the service and the embedded database.
 `, v, cfg.Database.URL)
 
-	err = serve(ctx, cfg, pool, logger)
+	err = serve(ctx, cfg, pool, logger, svc)
 	if cluster != nil && cluster.Err() != nil {
 		return e.fail(exitError, "embedded PostgreSQL stopped: %v", cluster.Err())
 	}

@@ -136,6 +136,27 @@ func TestCommandLineErrors(t *testing.T) {
 	}
 }
 
+// TestServeNeedsAPolicyAndAKey: no executor runs unauthorized or unsigned.
+func TestServeNeedsAPolicyAndAKey(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	files := serviceFiles(t)
+	for _, tc := range []struct {
+		environ []string
+		want    string
+	}{
+		{[]string{files[1]}, "policy.files"},
+		{[]string{files[0]}, "attest.key_file"},
+		{[]string{files[0], "EXECLEDGER_ATTEST_KEY_FILE=/nonexistent/key"}, "/nonexistent/key"},
+		{[]string{"EXECLEDGER_POLICY_FILES=/nonexistent.cedar", files[1]}, "/nonexistent.cedar"},
+	} {
+		r := execute(t, append([]string{"DATABASE_URL=" + db.URL}, tc.environ...), "", "serve")
+		if r.code != exitError || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: %+v", tc.environ, r)
+		}
+	}
+}
+
 // TestServeRefusesAnUnmigratedDatabase checks serve's schema guard.
 func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 	t.Parallel()
@@ -143,7 +164,7 @@ func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 	if _, err := db.Pool.Exec(context.Background(), "UPDATE public.execledger_schema_version SET version = 1"); err != nil {
 		t.Fatal(err)
 	}
-	r := execute(t, []string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=127.0.0.1:0"}, "", "serve")
+	r := execute(t, append([]string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=127.0.0.1:0"}, serviceFiles(t)...), "", "serve")
 	if r.code != exitError || !strings.Contains(r.stderr, "run `execledger migrate`") {
 		t.Fatalf("serve on an old schema: %+v", r)
 	}

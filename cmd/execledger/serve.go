@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/opsserver"
+	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/migrations"
 )
 
@@ -29,32 +33,107 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		return e.fail(exitError, "%v", err)
 	}
 	logger := e.logger(cfg)
+	var svc services
+	if cfg.Executor.Enabled {
+		if svc, err = loadServices(cfg); err != nil {
+			return e.fail(exitError, "%v", err)
+		}
+	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		return e.fail(exitError, "%v", err)
 	}
 	defer pool.Close()
-	if err := serve(ctx, cfg, pool, logger); err != nil {
+	if err := serve(ctx, cfg, pool, logger, svc); err != nil {
 		return e.fail(exitError, "%v", err)
 	}
 	return exitOK
 }
 
-// serve runs the service until ctx ends.
-func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) error {
+// services is what the executor needs besides the database.
+type services struct {
+	policy *policy.Engine
+	signer *attest.Signer
+}
+
+// loadServices reads the policy files and the signing key. Both are
+// required: an executor never runs without a policy or unsigned.
+func loadServices(cfg config.Config) (services, error) {
+	if len(cfg.Policy.Files) == 0 {
+		return services{}, errors.New("policy.files: name at least one Cedar policy file (EXECLEDGER_POLICY_FILES); without one nothing could be authorized")
+	}
+	pol, err := policy.Load(cfg.Policy.Files...)
+	if err != nil {
+		return services{}, err
+	}
+	if cfg.Attest.KeyFile == "" {
+		return services{}, errors.New("attest.key_file: name the Ed25519 signing key (EXECLEDGER_ATTEST_KEY_FILE); `execledger keygen` writes one")
+	}
+	signer, err := attest.LoadSigner(cfg.Attest.KeyFile)
+	if err != nil {
+		return services{}, err
+	}
+	return services{policy: pol, signer: signer}, nil
+}
+
+// serve runs the service until ctx ends: the operations endpoints and,
+// when enabled, the executor.
+func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger, svc services) error {
 	if err := checkSchema(ctx, pool); err != nil {
 		return err
 	}
 	logger.Info("serving", slog.String("label", cfg.Serve.Label), slog.String("database", redactURL(cfg.Database.URL)))
-	if cfg.Serve.Listen == "" {
-		<-ctx.Done()
-		return nil
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	if cfg.Serve.Listen != "" {
+		ops := opsserver.New(pool, logger)
+		wg.Go(func() {
+			err := ops.Serve(ctx, cfg.Serve.Listen, func(a net.Addr) {
+				logger.Info("operations endpoints", slog.String("healthz", "http://"+a.String()+"/healthz"),
+					slog.String("metrics", "http://"+a.String()+"/metrics"))
+			})
+			if err != nil {
+				errs <- err
+				cancel()
+			}
+		})
 	}
-	ops := opsserver.New(pool, logger)
-	return ops.Serve(ctx, cfg.Serve.Listen, func(a net.Addr) {
-		logger.Info("operations endpoints", slog.String("healthz", "http://"+a.String()+"/healthz"),
-			slog.String("metrics", "http://"+a.String()+"/metrics"))
-	})
+	if cfg.Executor.Enabled {
+		x, err := executor.New(pool, executorConfig(cfg), svc.policy, svc.signer, logger, executor.Echo{}, executor.Sleep{})
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			if err := x.Run(ctx); err != nil {
+				errs <- err
+				cancel()
+			}
+		})
+	}
+	<-ctx.Done()
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+func collect(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}
+
+func executorConfig(cfg config.Config) executor.Config {
+	x := cfg.Executor
+	return executor.Config{
+		Label: cfg.Serve.Label, Workers: x.Workers, ClaimBatch: x.ClaimBatch, Lease: x.Lease.Duration,
+		PollInterval: x.PollInterval.Duration, RescueInterval: x.RescueInterval.Duration,
+		ShutdownGrace: x.ShutdownGrace.Duration, ToolTimeout: x.ToolTimeout.Duration,
+		DefaultMaxCallsPerRun: x.DefaultMaxCallsPerRun, Sensitive: x.Sensitive, ApprovalTimeout: x.ApprovalTimeout.Duration,
+	}
 }
 
 // checkSchema refuses to serve a database this binary has not migrated.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/testdb"
 )
 
@@ -88,25 +90,53 @@ func httpGet(t *testing.T, url string) (int, string) {
 	}
 }
 
-func TestServeExposesHealthAndMetrics(t *testing.T) {
+// serviceFiles writes a policy that lets principal ops run echo and a
+// signing key, and returns the variables that name them.
+func serviceFiles(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "ops.cedar")
+	text := `permit (principal == Principal::"ops", action == Action::"tool.execute", resource == Tool::"echo");`
+	if err := os.WriteFile(pol, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "attest.key")
+	if _, err := attest.GenerateKeyFiles(key, key+".pub"); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"EXECLEDGER_POLICY_FILES=" + pol, "EXECLEDGER_ATTEST_KEY_FILE=" + key}
+}
+
+func TestServeRunsRequestsAndExposesMetrics(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	if err := db.MapPrincipal(context.Background(), "postgres", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	stop, out := startCommand(t, []string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=" + addr}, "serve")
+	environ := append([]string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=" + addr}, serviceFiles(t)...)
+	// Submitted before serve starts: the executor picks it up.
+	if r := execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", "sleep", `{"ms":1}`); r.code != exitOK {
+		t.Fatal(r)
+	}
+	stop, out := startCommand(t, environ, "serve")
 	if code, body := httpGet(t, "http://"+addr+"/healthz"); code != 200 || body != "ok\n" {
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
 	if code, _ := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
 		t.Fatalf("/readyz: %d", code)
 	}
-	if r := execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", "echo", "{}"); r.code != exitOK {
-		t.Fatal(r)
+	// echo is allowed for ops and succeeds; sleep is not and is denied.
+	r := execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", "echo", `{"text":"served"}`, "--wait", "--timeout", "30s")
+	if r.code != exitOK || !strings.Contains(r.stdout, "state:        succeeded") || !strings.Contains(r.stdout, `"served"`) {
+		t.Fatalf("submit --wait: %+v\n%s", r, out.String())
+	}
+	r = execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", "sleep", `{"ms":1}`, "--wait", "--timeout", "30s")
+	if r.code != exitNotOK || !strings.Contains(r.stdout, "state:        denied") {
+		t.Fatalf("submit --wait of a denied tool: %+v", r)
 	}
 	_, metrics := httpGet(t, "http://"+addr+"/metrics")
-	for _, want := range []string{`execledger_queue_depth{state="pending"} 1`, "execledger_database_up 1", "go_goroutines"} {
+	for _, want := range []string{`execledger_queue_depth{state="pending"} 0`, "execledger_database_up 1", "go_goroutines"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -128,6 +158,9 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	environ := []string{"EXECLEDGER_DEV_DATA_DIR=" + parent + "/pgdata", "EXECLEDGER_SERVE_LISTEN=" + addr}
+	if _, err := os.Stat(parent + "/attest.key"); err == nil {
+		t.Fatal("setup: a key exists before dev made one")
+	}
 	stop, out := startCommand(t, environ, "dev")
 	if code, _ := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
 		t.Fatalf("/readyz: %d\n%s", code, out.String())
@@ -137,8 +170,8 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 		t.Fatalf("dev printed no DATABASE_URL:\n%s", out.String())
 	}
 	// The demo principal can submit, and demo_alice sees only alice's rows.
-	if r := execute(t, []string{"DATABASE_URL=" + url[1]}, "", "submit", "echo", `{"text":"dev"}`); r.code != exitOK {
-		t.Fatalf("submit against dev: %+v", r)
+	if r := execute(t, []string{"DATABASE_URL=" + url[1]}, "", "submit", "echo", `{"text":"dev"}`, "--wait", "--timeout", "30s"); r.code != exitOK {
+		t.Fatalf("submit against dev: %+v\n%s", r, out.String())
 	}
 	aliceURL, _ := testdb.WithUser(url[1], "demo_alice")
 	conn, err := pgx.Connect(context.Background(), aliceURL)

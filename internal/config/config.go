@@ -37,7 +37,35 @@ type Config struct {
 	Database Database `toml:"database"`
 	Log      Log      `toml:"log"`
 	Serve    Serve    `toml:"serve"`
+	Executor Executor `toml:"executor"`
+	Policy   Policy   `toml:"policy"`
+	Attest   Attest   `toml:"attest"`
 	Dev      Dev      `toml:"dev"`
+}
+
+// Executor configures the executor loops of `execledger serve`.
+type Executor struct {
+	Enabled               bool     `toml:"enabled"`                   // false: serve runs no executor
+	Workers               int      `toml:"workers"`                   // requests run at once
+	ClaimBatch            int      `toml:"claim_batch"`               // requests claimed per transaction
+	Lease                 Duration `toml:"lease"`                     // claim lease; heartbeats extend it
+	PollInterval          Duration `toml:"poll_interval"`             // claim attempts without a NOTIFY
+	RescueInterval        Duration `toml:"rescue_interval"`           // expired leases and approvals
+	ShutdownGrace         Duration `toml:"shutdown_grace"`            // in-flight work may finish this long after SIGTERM
+	ToolTimeout           Duration `toml:"tool_timeout"`              // the longest any call runs
+	DefaultMaxCallsPerRun int      `toml:"default_max_calls_per_run"` // a run's budget unless set by ledger.set_run_budget
+	Sensitive             []string `toml:"sensitive"`                 // tools that wait for ledger.approve
+	ApprovalTimeout       Duration `toml:"approval_timeout"`          // a request waits this long for approval
+}
+
+// Policy names the Cedar policy files every request is authorized against.
+type Policy struct {
+	Files []string `toml:"files"`
+}
+
+// Attest configures attestation signing.
+type Attest struct {
+	KeyFile string `toml:"key_file"` // Ed25519 private key (PEM, PKCS #8, mode 0600); `execledger keygen` writes one
 }
 
 // Database says where the ledger lives.
@@ -89,7 +117,12 @@ func Default() Config {
 		Database: Database{MaxConns: 16, ConnectTimeout: Duration{10 * time.Second}},
 		Log:      Log{Level: "info", Format: "text"},
 		Serve:    Serve{Listen: "127.0.0.1:9464", Label: host},
-		Dev:      Dev{DataDir: filepath.Join(".execledger", "pgdata")},
+		Executor: Executor{Enabled: true, Workers: 64, ClaimBatch: 64, Lease: Duration{30 * time.Second},
+			PollInterval: Duration{time.Second}, RescueInterval: Duration{5 * time.Second},
+			ShutdownGrace: Duration{10 * time.Second}, ToolTimeout: Duration{30 * time.Second},
+			DefaultMaxCallsPerRun: 4, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}},
+		Policy: Policy{Files: []string{}},
+		Dev:    Dev{DataDir: filepath.Join(".execledger", "pgdata")},
 	}
 }
 
@@ -147,6 +180,25 @@ func (c Config) Validate() error {
 	}
 	if c.Serve.Label == "" {
 		errs = append(errs, errors.New("serve.label: must not be empty"))
+	}
+	x := c.Executor
+	if x.Workers < 1 || x.Workers > 10000 || x.ClaimBatch < 1 || x.ClaimBatch > 10000 {
+		errs = append(errs, errors.New("executor.workers and executor.claim_batch: must be between 1 and 10000"))
+	}
+	if x.Lease.Duration < time.Second {
+		errs = append(errs, fmt.Errorf("executor.lease: %s is shorter than 1s", x.Lease))
+	}
+	for name, d := range map[string]Duration{"poll_interval": x.PollInterval, "rescue_interval": x.RescueInterval,
+		"tool_timeout": x.ToolTimeout, "approval_timeout": x.ApprovalTimeout} {
+		if d.Duration <= 0 {
+			errs = append(errs, fmt.Errorf("executor.%s: must be positive", name))
+		}
+	}
+	if x.ShutdownGrace.Duration < 0 {
+		errs = append(errs, errors.New("executor.shutdown_grace: must not be negative"))
+	}
+	if x.DefaultMaxCallsPerRun < 0 {
+		errs = append(errs, errors.New("executor.default_max_calls_per_run: must not be negative"))
 	}
 	if c.Dev.DataDir == "" {
 		errs = append(errs, errors.New("dev.data_dir: must not be empty"))

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func TestExampleFileIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := Default()
-	if cfg != def {
+	if !reflect.DeepEqual(cfg, def) {
 		t.Fatalf("testdata/execledger.toml differs from the defaults:\n file: %+v\n default: %+v", cfg, def)
 	}
 }

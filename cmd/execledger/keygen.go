@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/execledger/execledger/internal/attest"
+)
+
+func runKeygen(_ context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("execledger keygen", flag.ContinueOnError)
+	fs.SetOutput(e.io.err)
+	out := fs.String("out", "execledger-attest.key", "private key file to write (mode 0600); the public key goes to FILE.pub")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 0 {
+		return e.fail(exitUsage, "usage: execledger keygen [--out FILE]")
+	}
+	id, err := attest.GenerateKeyFiles(*out, *out+".pub")
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	fmt.Fprintf(e.io.out, "key %s\nprivate: %s\npublic:  %s.pub\n", id, *out, *out)
+	return exitOK
+}
