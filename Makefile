@@ -5,7 +5,7 @@ PKGS     := ./...
 # Tests need a PostgreSQL server: TEST_DATABASE_URL, else 127.0.0.1:5432.
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: run test lint vet build bench schema deps clean
+.PHONY: run test lint vet build bench chaos schema deps clean
 
 ## run: build, start an embedded PostgreSQL (unless DATABASE_URL is set), migrate, serve the demo
 run: build
@@ -32,6 +32,11 @@ vet:
 ## bench: the benchmarks of docs/benchmarks.md (minutes; not part of make test)
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 6 -timeout 60m ./ledger/ | tee bench.out
+
+## chaos: the chaos scenarios at full size (kill -9 an executor mid-load, restart PostgreSQL
+## under load, two executor processes); make test runs them small
+chaos: deps
+	$(GO) test -count=1 -timeout 30m -run Chaos -v ./executor/ -chaos.full
 
 ## schema: rewrite docs/schema.sql from a freshly migrated database
 schema: deps

@@ -1,0 +1,397 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/pgcluster"
+	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
+	"github.com/execledger/execledger/migrations"
+)
+
+// The chaos scenarios run real executor processes (this test binary, see
+// TestMain) and break them. `make test` runs them small; `make chaos` runs
+// them at full size with -chaos.full.
+var chaosFull = flag.Bool("chaos.full", false, "run the chaos scenarios at full size")
+
+func chaosSize(small, full int) int {
+	if *chaosFull {
+		return full
+	}
+	return small
+}
+
+// chaosKit is what every scenario shares: a signing key the children load,
+// a journal the unsafe tool writes, and the public key to verify with.
+type chaosKit struct {
+	dir, keyPath, journalPath string
+	pub                       ed25519.PublicKey
+}
+
+func newChaosKit(t *testing.T) chaosKit {
+	t.Helper()
+	dir := t.TempDir()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := chaosKit{dir: dir, keyPath: filepath.Join(dir, "seed"), journalPath: filepath.Join(dir, "journal"), pub: pub}
+	if err := os.WriteFile(k.keyPath, priv.Seed(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+type child struct {
+	label string
+	cmd   *exec.Cmd
+	done  chan error
+}
+
+// startChild runs an executor process against url.
+func (k chaosKit) startChild(t *testing.T, url, label string) *child {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(k.dir, label+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "EXECLEDGER_CHAOS_CHILD=1", "DATABASE_URL="+url, "CHAOS_LABEL="+label,
+		"CHAOS_KEY="+k.keyPath, "CHAOS_JOURNAL="+k.journalPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{label: label, cmd: cmd, done: make(chan error, 1)}
+	go func() { c.done <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-c.done
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("%s log (tail):\n%s", label, tail(string(b), 3000))
+		}
+	})
+	return c
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func (c *child) kill9(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	c.done <- nil // for the cleanup
+}
+
+func (c *child) terminate(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-c.done:
+		c.done <- nil
+		if err != nil {
+			t.Errorf("%s exited: %v", c.label, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("%s did not stop on SIGTERM", c.label)
+	}
+}
+
+// journalCounts is how often the unsafe tool ran for each request.
+func (k chaosKit) journalCounts(t *testing.T) map[uuid.UUID]int {
+	t.Helper()
+	counts := map[uuid.UUID]int{}
+	f, err := os.Open(k.journalPath)
+	if os.IsNotExist(err) {
+		return counts
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		id, err := uuid.Parse(strings.Fields(sc.Text())[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[id]++
+	}
+	return counts
+}
+
+func waitAllFinal(t *testing.T, pool *pgxpool.Pool, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var final, total int
+		err := pool.QueryRow(context.Background(),
+			"SELECT count(*) FILTER (WHERE finished_at IS NOT NULL), count(*) FROM ledger.request_status").Scan(&final, &total)
+		if err == nil && total == n && final == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %d of %d requests final (%d recorded, err %v)", within, final, n, total, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func finishedCount(t *testing.T, pool *pgxpool.Pool) int {
+	var n int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM ledger.request_status WHERE finished_at IS NOT NULL").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// mixedInput is request i of a mixed load: echo, sleep or the unsafe tool.
+func mixedInput(i int) ledger.SubmitParams {
+	switch i % 3 {
+	case 0:
+		return ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": fmt.Sprint("chaos ", i)}}
+	case 1:
+		return ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 50 + i%200}}
+	}
+	return ledger.SubmitParams{Tool: "test.journal", Input: map[string]any{"ms": 100 + i%200}}
+}
+
+type outcomeRow struct {
+	id                            uuid.UUID
+	tool, state, kind             string
+	claims                        int
+	rescuedStarted, attested, ran bool
+}
+
+// outcomes reads every request's final state, how often it was claimed,
+// whether a lease expired after it had started, and whether its
+// attestation verifies.
+func (k chaosKit) outcomes(t *testing.T, pool *pgxpool.Pool) []outcomeRow {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT r.id, r.tool, r.state, coalesce(r.error_kind, ''),
+       count(*) FILTER (WHERE e.type = 'request.claimed'),
+       bool_or(e.type = 'lease.expired' AND (e.payload ->> 'started')::boolean),
+       max(e.payload ->> 'envelope') FILTER (WHERE e.type = 'attestation.signed')
+FROM ledger.request_status r JOIN ledger.events e ON e.stream = 'request:' || r.id
+GROUP BY r.id, r.tool, r.state, r.error_kind`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return collect(t, rows, func(row pgx.CollectableRow) (outcomeRow, error) {
+		var o outcomeRow
+		var envelope *string
+		err := row.Scan(&o.id, &o.tool, &o.state, &o.kind, &o.claims, &o.rescuedStarted, &envelope)
+		if err == nil && envelope != nil {
+			_, verr := attest.Verify([]byte(*envelope), k.pub)
+			o.attested = verr == nil
+		}
+		return o, err
+	})
+}
+
+func collect[T any](t *testing.T, rows pgx.Rows, fn pgx.RowToFunc[T]) []T {
+	t.Helper()
+	out, err := pgx.CollectRows(rows, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestChaosKillExecutor kills an executor with kill -9 while mixed requests
+// are in flight and starts another: every request ends final, no unsafe
+// call runs twice, and outcome_unknown is exactly the unsafe calls whose
+// execution had started when their executor died.
+func TestChaosKillExecutor(t *testing.T) {
+	t.Parallel()
+	n := chaosSize(240, 1000)
+	k := newChaosKit(t)
+	db := testdb.New(t)
+	alice := ledger.NewClient(db.LoginRole(t, "alice", "ledger_submitter").Pool)
+	defer alice.Close()
+
+	a := k.startChild(t, db.URL, "exec-a")
+	for i := range n {
+		if _, err := alice.Submit(context.Background(), mixedInput(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for finishedCount(t, db.Pool) < n/4 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.kill9(t)
+	b := k.startChild(t, db.URL, "exec-b")
+	waitAllFinal(t, db.Pool, n, 3*time.Minute)
+	b.terminate(t)
+
+	ran := k.journalCounts(t)
+	var unknown, rescued int
+	for _, o := range k.outcomes(t, db.Pool) {
+		if !o.attested {
+			t.Errorf("%s (%s %s): no verifiable attestation", o.id, o.tool, o.state)
+		}
+		if o.claims > 1 {
+			rescued++
+		}
+		unsafe := o.tool == "test.journal"
+		switch {
+		case ran[o.id] > 1:
+			t.Errorf("%s ran %d times", o.id, ran[o.id])
+		case unsafe && o.rescuedStarted:
+			if o.state != "failed" || o.kind != "outcome_unknown" {
+				t.Errorf("%s started before the kill but ended %s/%s", o.id, o.state, o.kind)
+			}
+			unknown++
+		case o.state != "succeeded":
+			t.Errorf("%s (%s) ended %s/%s", o.id, o.tool, o.state, o.kind)
+		case unsafe && ran[o.id] != 1:
+			t.Errorf("%s succeeded but ran %d times", o.id, ran[o.id])
+		}
+	}
+	t.Logf("%d requests, %d claimed again after the kill, %d outcome_unknown", n, rescued, unknown)
+	if rescued == 0 {
+		t.Error("the kill left nothing in flight: the scenario did not test rescue")
+	}
+}
+
+// TestChaosTwoExecutorProcesses runs two executor processes on one
+// database: no request is claimed by both.
+func TestChaosTwoExecutorProcesses(t *testing.T) {
+	t.Parallel()
+	n := chaosSize(400, 3000)
+	k := newChaosKit(t)
+	db := testdb.New(t)
+	alice := ledger.NewClient(db.LoginRole(t, "alice", "ledger_submitter").Pool)
+	defer alice.Close()
+	a := k.startChild(t, db.URL, "exec-a")
+	b := k.startChild(t, db.URL, "exec-b")
+	for i := range n {
+		if _, err := alice.Submit(context.Background(), mixedInput(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAllFinal(t, db.Pool, n, 3*time.Minute)
+	a.terminate(t)
+	b.terminate(t)
+	ran := k.journalCounts(t)
+	for _, o := range k.outcomes(t, db.Pool) {
+		if o.claims != 1 || o.state != "succeeded" || !o.attested || ran[o.id] > 1 {
+			t.Errorf("%s (%s): claimed %d times, %s, attested %v, ran %d", o.id, o.tool, o.claims, o.state, o.attested, ran[o.id])
+		}
+	}
+	var execs int
+	if err := db.Pool.QueryRow(context.Background(),
+		"SELECT count(DISTINCT payload ->> 'executor') FROM ledger.events WHERE type = 'request.claimed'").Scan(&execs); err != nil || execs != 2 {
+		t.Errorf("%d executors claimed work (%v), want both", execs, err)
+	}
+}
+
+// TestChaosPostgresRestart restarts PostgreSQL under load: the executor
+// reconnects and every request, submitted with retries and idempotency
+// keys, ends final exactly once.
+func TestChaosPostgresRestart(t *testing.T) {
+	t.Parallel()
+	n := chaosSize(300, 2000)
+	k := newChaosKit(t)
+	ctx := context.Background()
+	parent, err := os.MkdirTemp("/var/tmp", "execledger-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	if err := os.Chmod(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := pgcluster.Options{DataDir: filepath.Join(parent, "pgdata")}
+	cluster, err := pgcluster.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cluster.Stop(context.Background()) })
+	opts.Port = cluster.Port()
+	url := cluster.URL("postgres")
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Migrate(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO ledger.principals VALUES ('postgres', 'alice')"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	client := ledger.NewClient(pool)
+	defer client.Close()
+
+	exec := k.startChild(t, url, "exec-restart")
+	submit := func(i int) {
+		p := mixedInput(i)
+		if p.Tool == "test.journal" {
+			p = ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "restart"}}
+		}
+		p.IdempotencyKey = fmt.Sprint("k", i)
+		deadline := time.Now().Add(time.Minute)
+		for {
+			_, err := client.Submit(ctx, p)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("submit %d: %v", i, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for i := range n {
+		if i == n/3 {
+			if err := cluster.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond)
+			if cluster, err = pgcluster.Start(ctx, opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		submit(i)
+	}
+	waitAllFinal(t, pool, n, 3*time.Minute)
+	exec.terminate(t)
+	for _, o := range k.outcomes(t, pool) {
+		if o.state != "succeeded" || !o.attested {
+			t.Errorf("%s (%s): %s/%s attested %v", o.id, o.tool, o.state, o.kind, o.attested)
+		}
+	}
+}
