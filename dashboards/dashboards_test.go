@@ -4,6 +4,9 @@
 package dashboards_test
 
 import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -14,9 +17,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/opsserver"
+	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
 )
 
 func TestComposeFileIsValid(t *testing.T) {
@@ -41,6 +49,48 @@ func TestComposeFileIsValid(t *testing.T) {
 	}
 }
 
+// runOneRequest runs an executor that reports to ops until one allowed
+// and one denied request are final, so every executor metric has values.
+func runOneRequest(t *testing.T, db *testdb.DB, ops *opsserver.Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := db.MapPrincipal(ctx, "postgres", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.FromSources([]policy.Source{{Name: "ops.cedar",
+		Text: []byte(`permit (principal == Principal::"ops", action == Action::"tool.execute", resource == Tool::"echo");`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	x, err := executor.New(db.Pool, executor.Config{Label: "dash", Metrics: executor.NewMetrics(ops.Registry())}, pol,
+		attest.NewSigner(priv), slog.New(slog.DiscardHandler), executor.Echo{}, executor.Sleep{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- x.Run(ctx) }()
+	client := ledger.NewClient(db.Pool)
+	defer client.Close()
+	for _, tool := range []string{"echo", "sleep"} {
+		id, err := client.Submit(ctx, ledger.SubmitParams{Tool: tool, Input: map[string]any{"text": "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+		_, err = client.Await(waitCtx, id)
+		stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 type dashboard struct {
 	UID    string `json:"uid"`
 	Title  string `json:"title"`
@@ -57,7 +107,9 @@ var metricName = regexp.MustCompile(`\bexecledger_[a-z0-9_]+`)
 func TestDashboardsQueryExportedMetrics(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	srv := httptest.NewServer(opsserver.New(db.Pool, slog.New(slog.DiscardHandler)).Handler())
+	ops := opsserver.New(db.Pool, slog.New(slog.DiscardHandler))
+	runOneRequest(t, db, ops)
+	srv := httptest.NewServer(ops.Handler())
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL + "/metrics")
 	if err != nil {

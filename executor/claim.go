@@ -43,6 +43,8 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 		chargeP, chargeR []string
 		fin              finishBatch
 		toRun            []*job
+		deniedTools      []string
+		deniedSubmitted  []time.Time
 	)
 	for _, j := range jobs {
 		g := e.authorize(j, budgets)
@@ -62,6 +64,7 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 			sa.Events = append(sa.Events, a.event)
 			j.next()
 			fin.add(j.id, "denied", res, "", a.digest)
+			deniedTools, deniedSubmitted = append(deniedTools, j.tool), append(deniedSubmitted, j.submittedAt)
 		case verdictAwaitApproval:
 			sa.Events = append(sa.Events, ledger.NewEvent{Type: "approval.requested", Payload: map[string]any{
 				"request_id": j.id, "tool": j.tool, "input_digest": "sha256:" + hex.EncodeToString(j.inputDigest),
@@ -109,6 +112,17 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("commit claim: %w", err)
+	}
+	e.metrics.claimed(len(jobs))
+	for _, j := range jobs {
+		decision := "allow"
+		if !j.decision.Allowed {
+			decision = "deny"
+		}
+		e.metrics.decide(decision, j.decision.ReasonCode)
+	}
+	for i := range fin.ids {
+		e.metrics.finish(e, deniedTools[i], "denied", *fin.kinds[i], deniedSubmitted[i])
 	}
 	for _, j := range toRun {
 		e.start(j)

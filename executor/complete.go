@@ -59,6 +59,7 @@ func (e *Executor) completeWithRetry(ctx context.Context, batch []outcome) {
 		delete(e.inflight, o.job.id)
 		o.job.cancel(nil)
 	}
+	e.metrics.setInflight(len(e.inflight))
 	e.mu.Unlock()
 }
 
@@ -104,14 +105,7 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 			continue
 		}
 		j.version = v
-		state := "succeeded"
-		switch res.ErrorKind {
-		case "":
-		case "cancelled":
-			state = "cancelled"
-		default:
-			state = "failed"
-		}
+		state := stateOf(res)
 		a, err := e.sign(attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 			runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
 			decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res})
@@ -145,5 +139,25 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 	if err := fin.exec(ctx, tx); err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	e.metrics.completed(len(fin.ids))
+	for _, o := range batch {
+		if _, ok := held[o.job.id]; ok {
+			e.metrics.finish(e, o.job.tool, stateOf(o.result), o.result.ErrorKind, o.job.submittedAt)
+		}
+	}
+	return nil
+}
+
+// stateOf is the final state a call's result puts its request in.
+func stateOf(res Result) string {
+	switch res.ErrorKind {
+	case "":
+		return "succeeded"
+	case "cancelled":
+		return "cancelled"
+	}
+	return "failed"
 }

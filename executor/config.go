@@ -24,6 +24,8 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// CompleteBatch is the most completions written in one transaction.
 	CompleteBatch int
+	// Metrics, when set, receives the executor's measurements.
+	Metrics *Metrics
 }
 
 // WithDefaults fills unset fields.

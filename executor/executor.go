@@ -34,6 +34,7 @@ type Executor struct {
 	tools     map[string]Tool
 	sensitive map[string]bool
 	logger    *slog.Logger
+	metrics   *Metrics
 
 	slots    chan struct{} // one token per running call
 	outcomes chan outcome  // finished calls, to the completer
@@ -56,6 +57,7 @@ func New(pool *pgxpool.Pool, cfg Config, pol *policy.Engine, signer *attest.Sign
 		cfg: cfg, pool: pool, store: ledger.NewStore(pool), policy: pol, signer: signer,
 		tools: map[string]Tool{}, sensitive: map[string]bool{},
 		logger:   logger.With(slog.String("component", "executor"), slog.String("executor", cfg.Label)),
+		metrics:  cfg.Metrics,
 		slots:    make(chan struct{}, cfg.Workers),
 		outcomes: make(chan outcome, cfg.Workers),
 		wake:     make(chan struct{}, 1),

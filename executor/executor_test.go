@@ -539,8 +539,8 @@ func TestRescue(t *testing.T) {
 	_ = ctx
 }
 
-// TestRescueLeavesCompletedRequestsAlone: a rescuer that saw a lease
-// expire changes nothing once the owner has completed the request.
+// TestHeartbeatKeepsLongCallsClaimed: a call that runs longer than its
+// lease keeps its claim while its executor lives.
 func TestHeartbeatKeepsLongCallsClaimed(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.Lease = time.Second })
@@ -576,6 +576,40 @@ func TestExecutorsNeverShareAClaim(t *testing.T) {
 FROM ledger.events WHERE type = 'request.claimed'`).Scan(&claims, &dup)
 	if err != nil || claims != 200 || dup != 0 {
 		t.Fatalf("claims %d, duplicates %d, %v", claims, dup, err)
+	}
+}
+
+func TestToolTimeout(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.ToolTimeout = 200 * time.Millisecond })
+	r := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 5000}}))
+	if r.State != ledger.StateFailed || *r.ErrorKind != ledger.KindTimedOut {
+		t.Fatalf("a call past the timeout: %+v", r)
+	}
+	st := e.verifyAttestation(t, r)
+	if !st.Predicate.TimedOut || st.Predicate.Success {
+		t.Fatalf("predicate = %+v", st.Predicate)
+	}
+}
+
+// panicky panics, as a buggy tool might.
+type panicky struct{ Echo }
+
+func (panicky) Name() string { return "test.panic" }
+func (panicky) Run(context.Context, Call) Result {
+	panic("boom")
+}
+
+func TestAPanickingToolFailsItsRequestOnly(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, panicky{})
+	r := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "test.panic", Input: map[string]any{"text": "x"}}))
+	if r.State != ledger.StateFailed || *r.ErrorKind != ledger.KindRuntimeFailure {
+		t.Fatalf("panicking tool: %+v", r)
+	}
+	// The executor keeps working.
+	if r := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "after"}})); r.State != ledger.StateSucceeded {
+		t.Fatalf("after the panic: %+v", r)
 	}
 }
 

@@ -194,6 +194,12 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
+	for range requeueIDs {
+		e.metrics.rescued("requeued")
+	}
+	for i := range fin.ids {
+		e.metrics.rescued(*fin.kinds[i])
+	}
 	if len(requeueIDs) > 0 {
 		e.poke()
 	}

@@ -16,6 +16,7 @@ func (e *Executor) start(j *job) {
 	j.started = time.Now()
 	e.mu.Lock()
 	e.inflight[j.id] = j
+	e.metrics.setInflight(len(e.inflight))
 	e.mu.Unlock()
 	go func() {
 		res := e.execute(j)

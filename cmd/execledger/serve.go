@@ -87,8 +87,8 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
+	ops := opsserver.New(pool, logger)
 	if cfg.Serve.Listen != "" {
-		ops := opsserver.New(pool, logger)
 		wg.Go(func() {
 			err := ops.Serve(ctx, cfg.Serve.Listen, func(a net.Addr) {
 				logger.Info("operations endpoints", slog.String("healthz", "http://"+a.String()+"/healthz"),
@@ -101,7 +101,9 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 		})
 	}
 	if cfg.Executor.Enabled {
-		x, err := executor.New(pool, executorConfig(cfg), svc.policy, svc.signer, logger, executor.Echo{}, executor.Sleep{})
+		xcfg := executorConfig(cfg)
+		xcfg.Metrics = executor.NewMetrics(ops.Registry())
+		x, err := executor.New(pool, xcfg, svc.policy, svc.signer, logger, executor.Echo{}, executor.Sleep{})
 		if err != nil {
 			return err
 		}
