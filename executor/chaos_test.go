@@ -307,10 +307,12 @@ func TestChaosTwoExecutorProcesses(t *testing.T) {
 		}
 	}
 	var execs int
-	if err := db.Pool.QueryRow(context.Background(),
-		"SELECT count(DISTINCT payload ->> 'executor') FROM ledger.events WHERE type = 'request.claimed'").Scan(&execs); err != nil || execs != 2 {
+	var split string
+	if err := db.Pool.QueryRow(context.Background(), `SELECT count(*), string_agg(executor || '=' || n, ' ' ORDER BY executor)
+FROM (SELECT payload ->> 'executor' AS executor, count(*) AS n FROM ledger.events WHERE type = 'request.claimed' GROUP BY 1) s`).Scan(&execs, &split); err != nil || execs != 2 {
 		t.Errorf("%d executors claimed work (%v), want both", execs, err)
 	}
+	t.Logf("%d requests, each claimed once; claims per executor: %s", n, split)
 }
 
 // TestChaosPostgresRestart restarts PostgreSQL under load: the executor
@@ -389,6 +391,11 @@ func TestChaosPostgresRestart(t *testing.T) {
 	}
 	waitAllFinal(t, pool, n, 3*time.Minute)
 	exec.terminate(t)
+	var rescued int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM ledger.events WHERE type = 'lease.expired'").Scan(&rescued); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d requests across a PostgreSQL restart after %d submits; %d leases expired during the outage and were requeued", n, n/3, rescued)
 	for _, o := range k.outcomes(t, pool) {
 		if o.state != "succeeded" || !o.attested {
 			t.Errorf("%s (%s): %s/%s attested %v", o.id, o.tool, o.state, o.kind, o.attested)
