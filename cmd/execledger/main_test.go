@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/testdb"
 	"github.com/execledger/execledger/ledger"
 )
@@ -167,5 +168,26 @@ func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 	r := execute(t, append([]string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=127.0.0.1:0"}, serviceFiles(t)...), "", "serve")
 	if r.code != exitError || !strings.Contains(r.stderr, "run `execledger migrate`") {
 		t.Fatalf("serve on an old schema: %+v", r)
+	}
+}
+
+func TestKeygen(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir() + "/attest.key"
+	r := execute(t, nil, "", "keygen", "--out", out)
+	if r.code != exitOK || !strings.Contains(r.stdout, "key ed25519:") {
+		t.Fatalf("keygen: %+v", r)
+	}
+	signer, err := attest.LoadSigner(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := attest.LoadPublicKey(out + ".pub")
+	if err != nil || !pub.Equal(signer.PublicKey()) {
+		t.Fatalf("public key file: %v", err)
+	}
+	// An existing key is never overwritten.
+	if r := execute(t, nil, "", "keygen", "--out", out); r.code != exitError {
+		t.Fatalf("keygen over an existing key: %+v", r)
 	}
 }
