@@ -79,6 +79,18 @@ CREATE TABLE ledger.queue (
     claimed_by       text,
     lease_expires_at timestamptz,
     cancel_requested boolean     NOT NULL DEFAULT false,
+    -- A claim is identified by claim_id: heartbeats, completion and rescue
+    -- act on a request only while its claim_id is still the one they hold or
+    -- saw. stream_version is the head of the request's stream, so writers
+    -- append without reading the log. started_at is set when execution may
+    -- have begun: a request whose lease expires after that is re-run only if
+    -- its tool is safe to repeat.
+    claim_id            uuid,
+    stream_version      bigint      NOT NULL DEFAULT 1,
+    started_at          timestamptz,
+    approved_digest     bytea,       -- input digest an approver approved
+    approval_expires_at timestamptz,
+    charged             boolean     NOT NULL DEFAULT false, -- the run's budget paid for this request
     CONSTRAINT queue_state_check CHECK (state IN ('pending', 'awaiting_approval', 'running'))
 ) WITH (
     fillfactor = 70,
@@ -252,7 +264,6 @@ DECLARE
     v_admin     boolean;
     v_req       record;
     v_q         record;
-    v_version   bigint;
 BEGIN
     v_principal := ledger.current_principal();
     v_admin := pg_has_role(session_user, 'ledger_admin', 'MEMBER');
@@ -272,7 +283,7 @@ BEGIN
     END IF;
 
     -- The queue row is the lock that orders cancel against claim and completion.
-    SELECT q.state, q.cancel_requested INTO v_q FROM ledger.queue q WHERE q.id = request_id FOR UPDATE;
+    SELECT q.state, q.cancel_requested, q.stream_version INTO v_q FROM ledger.queue q WHERE q.id = request_id FOR UPDATE;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -284,9 +295,8 @@ BEGIN
         RETURN true;
     END IF;
 
-    SELECT max(e.version) INTO v_version FROM ledger.events e WHERE e.stream = 'request:' || request_id;
     INSERT INTO ledger.events (stream, version, type, payload, metadata)
-    VALUES ('request:' || request_id, v_version + 1, 'request.cancelled',
+    VALUES ('request:' || request_id, v_q.stream_version + 1, 'request.cancelled',
             json_build_object('request_id', request_id, 'reason', reason, 'previous_state', v_q.state),
             json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
                               'correlation_id', request_id));

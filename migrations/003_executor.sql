@@ -1,18 +1,5 @@
 -- 003: what executors need. Claims with leases, per-run budgets, approvals.
 
--- A claim is identified by claim_id: heartbeats, completion and rescue act
--- on a request only while its claim_id is still the one they hold or saw.
--- stream_version is the head of the request's stream, so executors append
--- without reading the log. started_at is set when execution may have begun;
--- a request whose lease expires after that is re-run only if its tool is
--- safe to repeat.
-ALTER TABLE ledger.queue
-    ADD COLUMN claim_id        uuid,
-    ADD COLUMN stream_version  bigint NOT NULL DEFAULT 1,
-    ADD COLUMN started_at      timestamptz,
-    ADD COLUMN approved_digest bytea,
-    ADD COLUMN approval_expires_at timestamptz,
-    ADD COLUMN charged         boolean NOT NULL DEFAULT false; -- the run's budget paid for this request
 -- Requests that ended in SQL (cancelled while pending, approval denied)
 -- wait here for an executor to sign their attestation.
 CREATE INDEX request_status_unattested_idx ON ledger.request_status (finished_at)
@@ -160,63 +147,6 @@ BEGIN
         WHERE id = p_request_id;
         PERFORM pg_notify('ledger_request_done', p_request_id::text);
     END IF;
-END $$;
-
--- cancel keeps stream_version current now that executors rely on it.
-CREATE OR REPLACE FUNCTION ledger.cancel(request_id uuid, reason text DEFAULT NULL) RETURNS boolean
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_principal text;
-    v_admin     boolean;
-    v_req       record;
-    v_q         record;
-BEGIN
-    v_principal := ledger.current_principal();
-    v_admin := pg_has_role(session_user, 'ledger_admin', 'MEMBER');
-    IF v_principal IS NULL AND NOT v_admin THEN
-        RAISE EXCEPTION 'ledger.cancel: login role "%" is not mapped to a principal', session_user
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    IF reason IS NOT NULL AND octet_length(reason) > 1024 THEN
-        RAISE EXCEPTION 'ledger.cancel: reason is % bytes, the limit is 1024', octet_length(reason)
-            USING ERRCODE = 'program_limit_exceeded';
-    END IF;
-
-    SELECT r.id, r.principal, r.state INTO v_req
-    FROM ledger.request_status r WHERE r.id = request_id;
-    IF NOT FOUND OR (v_req.principal IS DISTINCT FROM v_principal AND NOT v_admin) THEN
-        RAISE EXCEPTION 'ledger.cancel: no request %', request_id USING ERRCODE = 'no_data_found';
-    END IF;
-
-    -- The queue row is the lock that orders cancel against claim and completion.
-    SELECT q.state, q.cancel_requested, q.stream_version INTO v_q FROM ledger.queue q WHERE q.id = request_id FOR UPDATE;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    IF v_q.state = 'running' THEN
-        IF NOT v_q.cancel_requested THEN
-            UPDATE ledger.queue SET cancel_requested = true WHERE id = request_id;
-            PERFORM pg_notify('ledger_request_cancel', request_id::text);
-        END IF;
-        RETURN true;
-    END IF;
-
-    INSERT INTO ledger.events (stream, version, type, payload, metadata)
-    VALUES ('request:' || request_id, v_q.stream_version + 1, 'request.cancelled',
-            json_build_object('request_id', request_id, 'reason', reason, 'previous_state', v_q.state),
-            json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
-                              'correlation_id', request_id));
-    DELETE FROM ledger.queue WHERE id = request_id;
-    UPDATE ledger.request_status
-    SET state = 'cancelled', error_kind = 'cancelled',
-        error = 'cancelled by ' || coalesce(v_principal, session_user::text) || coalesce(': ' || reason, ''),
-        finished_at = clock_timestamp()
-    WHERE id = request_id;
-    PERFORM pg_notify('ledger_request_done', request_id::text);
-    RETURN true;
 END $$;
 
 -- claim_requests takes up to max_requests pending requests in claim order,

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -94,12 +93,8 @@ func devServices(cfg config.Config, logger *slog.Logger) (services, error) {
 
 func runDev(ctx context.Context, e *env, args []string) int {
 	fs, cfgPath := newFlagSet(e, "dev")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 0 {
-		return e.fail(exitUsage, "usage: execledger dev [--config FILE]")
+	if _, code, ok := e.parseArgs(fs, args, 0, "execledger dev [--config FILE]"); !ok {
+		return code
 	}
 	cfg, err := e.loadConfig(*cfgPath)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 
@@ -13,12 +12,8 @@ func runKeygen(_ context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("execledger keygen", flag.ContinueOnError)
 	fs.SetOutput(e.io.err)
 	out := fs.String("out", "execledger-attest.key", "private key file to write (mode 0600); the public key goes to FILE.pub")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 0 {
-		return e.fail(exitUsage, "usage: execledger keygen [--out FILE]")
+	if _, code, ok := e.parseArgs(fs, args, 0, "execledger keygen [--out FILE]"); !ok {
+		return code
 	}
 	id, err := attest.GenerateKeyFiles(*out, *out+".pub")
 	if err != nil {

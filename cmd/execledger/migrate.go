@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/execledger/execledger/migrations"
@@ -12,18 +10,10 @@ import (
 func runMigrate(ctx context.Context, e *env, args []string) int {
 	fs, cfgPath := newFlagSet(e, "migrate")
 	statusOnly := fs.Bool("status", false, "print the applied and latest versions; change nothing")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+	if _, code, ok := e.parseArgs(fs, args, 0, "execledger migrate [--config FILE] [--status]"); !ok {
+		return code
 	}
-	if err != nil || len(pos) != 0 {
-		return e.fail(exitUsage, "usage: execledger migrate [--config FILE] [--status]")
-	}
-	cfg, err := e.loadConfig(*cfgPath)
-	if err != nil {
-		return e.fail(exitError, "%v", err)
-	}
-	pool, err := openPool(ctx, cfg)
+	_, pool, err := e.connect(ctx, *cfgPath)
 	if err != nil {
 		return e.fail(exitError, "%v", err)
 	}

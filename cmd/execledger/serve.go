@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -21,12 +20,8 @@ import (
 
 func runServe(ctx context.Context, e *env, args []string) int {
 	fs, cfgPath := newFlagSet(e, "serve")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 0 {
-		return e.fail(exitUsage, "usage: execledger serve [--config FILE]")
+	if _, code, ok := e.parseArgs(fs, args, 0, "execledger serve [--config FILE]"); !ok {
+		return code
 	}
 	cfg, err := e.loadConfig(*cfgPath)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 
 	"github.com/google/uuid"
 
@@ -13,22 +12,15 @@ import (
 func runStatus(ctx context.Context, e *env, args []string) int {
 	fs, cfgPath := newFlagSet(e, "status")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 1 {
-		return e.fail(exitUsage, "usage: execledger status ID [--json]")
+	pos, code, ok := e.parseArgs(fs, args, 1, "execledger status ID [--json]")
+	if !ok {
+		return code
 	}
 	id, err := uuid.Parse(pos[0])
 	if err != nil {
 		return e.fail(exitUsage, "%q is not a request id (a UUID)", pos[0])
 	}
-	cfg, err := e.loadConfig(*cfgPath)
-	if err != nil {
-		return e.fail(exitError, "%v", err)
-	}
-	pool, err := openPool(ctx, cfg)
+	_, pool, err := e.connect(ctx, *cfgPath)
 	if err != nil {
 		return e.fail(exitError, "%v", err)
 	}

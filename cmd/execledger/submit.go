@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -23,13 +22,11 @@ func runSubmit(ctx context.Context, e *env, args []string) int {
 	wait := fs.Bool("wait", false, "wait until the request is final; the exit code tells how it ended")
 	timeout := fs.Duration("timeout", 60*time.Second, "with --wait: how long to wait")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+	pos, code, ok := e.parseArgs(fs, args, 2, "execledger submit TOOL JSON [--run R] [--key K] [--context JSON] [--wait] [--timeout D] [--json]")
+	if !ok {
+		return code
 	}
-	if err != nil || len(pos) != 2 {
-		return e.fail(exitUsage, "usage: execledger submit TOOL JSON [--run R] [--key K] [--context JSON] [--wait] [--timeout D] [--json]")
-	}
+	var err error
 	input := []byte(pos[1])
 	if pos[1] == "-" {
 		if input, err = io.ReadAll(io.LimitReader(e.io.in, 2<<20)); err != nil {
@@ -47,11 +44,7 @@ func runSubmit(ctx context.Context, e *env, args []string) int {
 			return e.fail(exitUsage, "--context: %v", err)
 		}
 	}
-	cfg, err := e.loadConfig(*cfgPath)
-	if err != nil {
-		return e.fail(exitError, "%v", err)
-	}
-	pool, err := openPool(ctx, cfg)
+	_, pool, err := e.connect(ctx, *cfgPath)
 	if err != nil {
 		return e.fail(exitError, "%v", err)
 	}
