@@ -550,14 +550,14 @@ END $_$;
 
 CREATE FUNCTION ledger.uuid_v7() RETURNS uuid
     LANGUAGE sql PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT encode(
-        set_bit(set_bit(
-            overlay(uuid_send(gen_random_uuid())
-                    PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
-                    FROM 1 FOR 6),
-            52, 1), 53, 1), 'hex')::uuid
+    SELECT pg_catalog.encode(
+        pg_catalog.set_bit(pg_catalog.set_bit(
+            pg_catalog.overlay(pg_catalog.uuid_send(pg_catalog.gen_random_uuid()),
+                pg_catalog.substring(pg_catalog.int8send(pg_catalog.int8(
+                    pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)), 3),
+                1, 6),
+            52, 1), 53, 1), 'hex')::pg_catalog.uuid
 $$;
 
 
