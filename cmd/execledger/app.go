@@ -50,6 +50,7 @@ func commands() []command {
 		{"submit", "TOOL JSON [--run R] [--key K] [--context JSON] [--wait] [--timeout D] [--json]", "submit a tool request (JSON - reads stdin)", runSubmit},
 		{"status", "ID [--json]", "show a request", runStatus},
 		{"keygen", "[--out FILE]", "write an Ed25519 attestation signing key (FILE, FILE.pub)", runKeygen},
+		{"bench", "[--mode burndown|continuous] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--river-fetch-cooldown D]", "measure throughput and latency against River on fresh databases", runBench},
 	}
 }
 

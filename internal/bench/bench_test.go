@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/execledger/execledger/internal/testdb"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestRun checks the harness, not the speed: a small run of each mode and
+// system must account for every request, see all of them succeed, and
+// report ordered latency percentiles and a ratio.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{ModeBurndown, ModeContinuous} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			var progress strings.Builder
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r, err := Run(ctx, Config{AdminURL: testdb.AdminURL(), Mode: mode, System: SystemBoth, N: 300,
+				Duration: 2 * time.Second, Submitters: 4, Workers: 16, Interval: 500 * time.Millisecond,
+				Stall: 30 * time.Second, Progress: &progress})
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, progress.String())
+			}
+			if err := r.Check(); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Runs) != 2 || r.Runs[0].System != SystemRiver || r.Runs[1].System != SystemExecledger {
+				t.Fatalf("runs: %+v", r.Runs)
+			}
+			for _, s := range r.Runs {
+				checkSummary(t, mode, s)
+			}
+			if r.Ratio <= 0 {
+				t.Errorf("ratio %v, want > 0", r.Ratio)
+			}
+			if !strings.Contains(progress.String(), "requests/s") {
+				t.Errorf("no progress lines:\n%s", progress.String())
+			}
+			var out strings.Builder
+			r.Print(&out)
+			if !strings.Contains(out.String(), "ratio execledger/river ("+mode+" requests/s)") {
+				t.Errorf("report without the ratio:\n%s", out.String())
+			}
+		})
+	}
+}
+
+func checkSummary(t *testing.T, mode string, s *Summary) {
+	t.Helper()
+	if mode == ModeBurndown && (s.Requests != 300 || s.Completed != 300) {
+		t.Errorf("%s: requests %d, completed %d, want 300", s.System, s.Requests, s.Completed)
+	}
+	if mode == ModeContinuous && (s.Requests == 0 || s.Completed == 0 || s.Completed > s.Requests) {
+		t.Errorf("%s: requests %d, completed %d in the window", s.System, s.Requests, s.Completed)
+	}
+	if s.States[s.SuccessState] != s.Requests || s.Latency.Count != s.Requests {
+		t.Errorf("%s: %d requests, states %v, latency over %d", s.System, s.Requests, s.States, s.Latency.Count)
+	}
+	l := s.Latency
+	if !(0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max) {
+		t.Errorf("%s: latency percentiles out of order: %+v", s.System, l)
+	}
+	if s.PerSecond <= 0 || s.Seconds <= 0 {
+		t.Errorf("%s: %v requests/s over %vs", s.System, s.PerSecond, s.Seconds)
+	}
+	wantEvents := s.System == SystemExecledger
+	if (s.EventsPerRequest >= 6) != wantEvents {
+		t.Errorf("%s: %.2f events per request", s.System, s.EventsPerRequest)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	good := Config{AdminURL: "postgres://x"}.WithDefaults()
+	if err := good.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for name, mutate := range map[string]func(*Config){
+		"no server":   func(c *Config) { c.AdminURL = "" },
+		"bad mode":    func(c *Config) { c.Mode = "sprint" },
+		"bad system":  func(c *Config) { c.System = "sidekiq" },
+		"no workers":  func(c *Config) { c.Workers = -1 },
+		"too many":    func(c *Config) { c.Workers = 10001 },
+		"no duration": func(c *Config) { c.Duration = -time.Second },
+		"cooldown":    func(c *Config) { c.RiverFetchCooldown = time.Microsecond },
+	} {
+		c := good
+		mutate(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

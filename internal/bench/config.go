@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Modes.
+const (
+	ModeBurndown   = "burndown"
+	ModeContinuous = "continuous"
+)
+
+// Systems.
+const (
+	SystemExecledger = "execledger"
+	SystemRiver      = "river"
+	SystemBoth       = "both"
+)
+
+// DefaultRiverFetchCooldown is the River FetchCooldown of the baseline.
+const DefaultRiverFetchCooldown = 2 * time.Millisecond
+
+// Config describes a benchmark run. Zero values take the defaults of
+// WithDefaults.
+type Config struct {
+	// AdminURL is the server to create the benchmark databases on. Its role
+	// must be able to create databases and, for Execledger's migrations,
+	// roles: in practice a superuser.
+	AdminURL   string
+	Mode       string        // ModeBurndown or ModeContinuous
+	System     string        // SystemExecledger, SystemRiver or SystemBoth
+	N          int           // burndown: requests inserted before the workers start
+	Duration   time.Duration // continuous: how long the submitters submit
+	Submitters int           // concurrent submitting connections
+	Workers    int           // executor Workers and ClaimBatch; River queue MaxWorkers
+	// ClaimBatch and CompleteBatch override the executor's batch sizes when
+	// positive (experiments; by default ClaimBatch is Workers).
+	ClaimBatch, CompleteBatch int
+	// RiverFetchCooldown is River's FetchCooldown, the least time between
+	// two fetches of a queue. River's default, river.FetchCooldownDefault
+	// (100 ms), caps a queue of W workers at 10·W jobs/s, which would
+	// measure the cooldown rather than River; the default here is 2 ms.
+	RiverFetchCooldown time.Duration
+	// WorkSettings are PostgreSQL settings for the workers' connections of
+	// both systems, e.g. plan_cache_mode (experiments).
+	WorkSettings map[string]string
+	// Keep leaves the databases in place for inspection.
+	Keep bool
+	// Interval is how often a progress line is printed.
+	Interval time.Duration
+	// Stall ends a run that made no progress for this long.
+	Stall time.Duration
+	// Progress receives the progress lines; nil discards them.
+	Progress io.Writer
+	// Logger receives the systems' own warnings and errors.
+	Logger *slog.Logger
+}
+
+// WithDefaults fills unset fields.
+func (c Config) WithDefaults() Config {
+	if c.Mode == "" {
+		c.Mode = ModeBurndown
+	}
+	if c.System == "" {
+		c.System = SystemBoth
+	}
+	c.N = cmp.Or(c.N, 20000)
+	c.Submitters = cmp.Or(c.Submitters, 8)
+	c.Workers = cmp.Or(c.Workers, 64)
+	c.ClaimBatch = cmp.Or(c.ClaimBatch, c.Workers)
+	c.Duration = cmp.Or(c.Duration, 30*time.Second)
+	c.RiverFetchCooldown = cmp.Or(c.RiverFetchCooldown, DefaultRiverFetchCooldown)
+	c.Interval = cmp.Or(c.Interval, 2*time.Second)
+	c.Stall = cmp.Or(c.Stall, time.Minute)
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports every unusable setting.
+func (c Config) Validate() error {
+	var errs []error
+	if c.AdminURL == "" {
+		errs = append(errs, errors.New("bench: no database server: set DATABASE_URL"))
+	}
+	if c.Mode != ModeBurndown && c.Mode != ModeContinuous {
+		errs = append(errs, fmt.Errorf("bench: mode %q: want %s or %s", c.Mode, ModeBurndown, ModeContinuous))
+	}
+	if c.System != SystemExecledger && c.System != SystemRiver && c.System != SystemBoth {
+		errs = append(errs, fmt.Errorf("bench: system %q: want %s, %s or %s", c.System, SystemExecledger, SystemRiver, SystemBoth))
+	}
+	if c.N < 1 || c.Submitters < 1 || c.Workers < 1 || c.ClaimBatch < 1 || c.CompleteBatch < 0 {
+		errs = append(errs, errors.New("bench: n, submitters, workers and batch sizes must be positive"))
+	}
+	if c.Workers > 10000 {
+		errs = append(errs, errors.New("bench: workers must be at most 10000 (River's limit)"))
+	}
+	if c.Duration <= 0 || c.Interval <= 0 || c.Stall <= 0 || c.RiverFetchCooldown < time.Millisecond {
+		errs = append(errs, errors.New("bench: durations must be positive, and the River fetch cooldown at least 1ms"))
+	}
+	return errors.Join(errs...)
+}
+
+// systems lists the systems a run measures, baseline first.
+func (c Config) systems() []string {
+	if c.System == SystemBoth {
+		return []string{SystemRiver, SystemExecledger}
+	}
+	return []string{c.System}
+}

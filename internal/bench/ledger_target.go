@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/policy"
+	"github.com/execledger/execledger/ledger"
+	"github.com/execledger/execledger/migrations"
+)
+
+// benchPolicy lets the principal "bench" run echo and nothing else.
+const benchPolicy = `@id("bench-echo")
+permit (principal == Principal::"bench", action == Action::"tool.execute", resource == Tool::"echo");
+`
+
+// ledgerTarget is Execledger: ledger.submit, and an executor running the
+// full pipeline with the built-in tools.
+type ledgerTarget struct {
+	submitPool *pgxpool.Pool
+	workPool   *pgxpool.Pool
+	exec       *executor.Executor
+}
+
+var _ target = (*ledgerTarget)(nil)
+
+// newLedgerTarget migrates db, maps the login role to the principal
+// "bench", and builds an executor with a fresh in-memory signing key.
+func newLedgerTarget(ctx context.Context, db *Database, cfg Config) (*ledgerTarget, error) {
+	if err := migrateLedger(ctx, db); err != nil {
+		return nil, err
+	}
+	pol, err := policy.FromSources([]policy.Source{{Name: "bench.cedar", Text: []byte(benchPolicy)}})
+	if err != nil {
+		return nil, fmt.Errorf("bench: policy: %w", err)
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	t := &ledgerTarget{}
+	if t.submitPool, err = db.pool(ctx, cfg.Submitters, nil); err != nil {
+		return nil, err
+	}
+	if t.workPool, err = db.pool(ctx, workConns, cfg.WorkSettings); err != nil {
+		t.close()
+		return nil, err
+	}
+	xcfg := executor.Config{Label: "bench", Workers: cfg.Workers, ClaimBatch: cfg.ClaimBatch, CompleteBatch: cfg.CompleteBatch,
+		DefaultMaxCallsPerRun: callsPerRun}
+	t.exec, err = executor.New(t.workPool, xcfg, pol, attest.NewSigner(priv),
+		cfg.Logger.With(slog.String("system", SystemExecledger)), executor.Echo{}, executor.Sleep{})
+	if err != nil {
+		t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func migrateLedger(ctx context.Context, db *Database) error {
+	conn, err := db.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("bench: connect to %s: %w", db.Name, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := migrations.Migrate(ctx, conn); err != nil {
+		return fmt.Errorf("bench: migrate: %w", err)
+	}
+	if _, err := conn.Exec(ctx, queryLedgerMapPrincipal); err != nil {
+		return fmt.Errorf("bench: map the login role to principal bench: %w", err)
+	}
+	return nil
+}
+
+func (t *ledgerTarget) name() string { return SystemExecledger }
+
+func (t *ledgerTarget) insertBatch(ctx context.Context, first, n int) error {
+	return pgx.BeginFunc(ctx, t.submitPool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for seq := first; seq < first+n; seq++ {
+			b.Queue(queryLedgerSubmit, "echo", echoInput, runID(seq))
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+func (t *ledgerTarget) submit(ctx context.Context, seq int) error {
+	_, err := ledger.Submit(ctx, t.submitPool, ledger.SubmitParams{Tool: "echo", Input: json.RawMessage(echoInput), RunID: runID(seq)})
+	return err
+}
+
+func (t *ledgerTarget) start(ctx context.Context) (func(context.Context) error, <-chan struct{}, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	exited := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(exited)
+		runErr = t.exec.Run(runCtx)
+	}()
+	stop := func(stopCtx context.Context) error {
+		cancel()
+		select {
+		case <-exited:
+			return runErr
+		case <-stopCtx.Done():
+			return errors.New("bench: the executor did not stop in time")
+		}
+	}
+	return stop, exited, nil
+}
+
+func (t *ledgerTarget) depth(ctx context.Context) (int64, error) {
+	var n int64
+	err := t.workPool.QueryRow(ctx, queryLedgerDepth).Scan(&n)
+	return n, err
+}
+
+func (t *ledgerTarget) summarize(ctx context.Context, s *Summary) error {
+	if err := readStates(ctx, t.workPool, queryLedgerStates, string(ledger.StateSucceeded), s); err != nil {
+		return err
+	}
+	if err := readLatency(ctx, t.workPool, queryLedgerLatency, s); err != nil {
+		return err
+	}
+	var events int64
+	if err := t.workPool.QueryRow(ctx, queryLedgerEvents).Scan(&events); err != nil {
+		return fmt.Errorf("bench: count events: %w", err)
+	}
+	if s.Requests > 0 {
+		s.EventsPerRequest = float64(events) / float64(s.Requests)
+	}
+	return nil
+}
+
+func (t *ledgerTarget) close() {
+	for _, p := range []*pgxpool.Pool{t.submitPool, t.workPool} {
+		if p != nil {
+			p.Close()
+		}
+	}
+}

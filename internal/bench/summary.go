@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Summary is one system's result in one mode.
+type Summary struct {
+	System     string `json:"system"`
+	Mode       string `json:"mode"`
+	Database   string `json:"database,omitempty"` // set when kept
+	Submitters int    `json:"submitters"`
+	Workers    int    `json:"workers"`
+
+	// Requests is how many requests were inserted in the run.
+	Requests int64 `json:"requests"`
+	// InsertSeconds is how long inserting took: burndown's preload; in
+	// continuous mode the window the submitters ran.
+	InsertSeconds float64 `json:"insert_seconds"`
+	// Completed is the throughput's numerator: burndown all requests,
+	// continuous those final by the end of the window.
+	Completed int64 `json:"completed"`
+	// Seconds is the throughput's denominator: burndown the drain time,
+	// continuous the window.
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"requests_per_second"`
+	// DrainSeconds is how long the backlog left at the end of a continuous
+	// window took to finish (not part of the throughput).
+	DrainSeconds float64 `json:"drain_seconds,omitempty"`
+
+	// Latency is submit→final in milliseconds over every finished request.
+	Latency Latency `json:"latency_ms"`
+	// States counts requests by final state; SuccessState is the one
+	// every request must reach.
+	States       map[string]int64 `json:"states"`
+	SuccessState string           `json:"success_state"`
+	// EventsPerRequest is the log's events on request streams per request
+	// (0 for River, which has no log).
+	EventsPerRequest float64 `json:"events_per_request,omitempty"`
+}
+
+// Latency holds percentiles in milliseconds.
+type Latency struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// Unsucceeded is how many requests did not reach the success state.
+func (s *Summary) Unsucceeded() int64 { return s.Requests - s.States[s.SuccessState] }
+
+// Check reports a run whose figures cannot be trusted: a request that did
+// not succeed, or one the database does not account for.
+func (s *Summary) Check() error {
+	var total int64
+	for _, n := range s.States {
+		total += n
+	}
+	switch {
+	case total != s.Requests:
+		return fmt.Errorf("bench: %s: %d requests inserted, %d in the database", s.System, s.Requests, total)
+	case s.Unsucceeded() > 0:
+		return fmt.Errorf("bench: %s: %d of %d requests did not end %s: %s", s.System, s.Unsucceeded(), s.Requests,
+			s.SuccessState, s.statesText())
+	}
+	return nil
+}
+
+func (s *Summary) statesText() string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(s.States)) {
+		fmt.Fprintf(&b, "%s %d  ", k, s.States[k])
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// print writes the summary for people.
+func (s *Summary) print(w io.Writer) {
+	switch s.Mode {
+	case ModeBurndown:
+		fmt.Fprintf(w, "%s burndown: %d requests drained in %.2fs: %.0f requests/s (inserted in %.2fs, %.0f/s)\n",
+			s.System, s.Requests, s.Seconds, s.PerSecond, s.InsertSeconds, rate(s.Requests, s.InsertSeconds))
+	default:
+		fmt.Fprintf(w, "%s continuous: %.1fs, %d submitters, %d workers: submitted %d (%.0f/s), completed %d in the window: %.0f requests/s; backlog drained in %.2fs\n",
+			s.System, s.Seconds, s.Submitters, s.Workers, s.Requests, rate(s.Requests, s.InsertSeconds), s.Completed,
+			s.PerSecond, s.DrainSeconds)
+	}
+	l := s.Latency
+	fmt.Fprintf(w, "  submit→final ms   p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%d requests)\n", l.P50, l.P90, l.P99, l.Max, l.Count)
+	fmt.Fprintf(w, "  states            %s\n", s.statesText())
+	if s.EventsPerRequest > 0 {
+		fmt.Fprintf(w, "  events/request    %.2f\n", s.EventsPerRequest)
+	}
+	if s.Database != "" {
+		fmt.Fprintf(w, "  database          %s (kept)\n", s.Database)
+	}
+}
+
+func rate(n int64, seconds float64) float64 {
+	if seconds <= 0 {
+		return 0
+	}
+	return float64(n) / seconds
+}
+
+func readStates(ctx context.Context, pool *pgxpool.Pool, query, success string, s *Summary) error {
+	rows, err := pool.Query(ctx, query)
+	if err != nil {
+		return fmt.Errorf("bench: read states: %w", err)
+	}
+	defer rows.Close()
+	s.States, s.SuccessState = map[string]int64{}, success
+	for rows.Next() {
+		var state string
+		var n int64
+		if err := rows.Scan(&state, &n); err != nil {
+			return fmt.Errorf("bench: read states: %w", err)
+		}
+		s.States[state] = n
+	}
+	return rows.Err()
+}
+
+func readLatency(ctx context.Context, pool *pgxpool.Pool, query string, s *Summary) error {
+	l := &s.Latency
+	if err := pool.QueryRow(ctx, query).Scan(&l.Count, &l.P50, &l.P90, &l.P99, &l.Max); err != nil {
+		return fmt.Errorf("bench: read latency: %w", err)
+	}
+	return nil
+}
