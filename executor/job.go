@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,6 +34,7 @@ type job struct {
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	done   atomic.Bool // the call has returned; its outcome is on its way to the completer
 }
 
 func (j *job) charged() bool { return j.wasCharged }
@@ -45,9 +47,12 @@ func (j *job) next() int64 {
 	return j.version
 }
 
-// outcome is a finished job, waiting to be completed in a batch.
+// outcome is a finished job, waiting to be completed in a batch, with its
+// attestation already signed.
 type outcome struct {
 	job      *job
 	result   Result
 	finished time.Time
+	att      attestation
+	err      error // signing failed
 }

@@ -1,9 +1,11 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,6 +40,7 @@ func (e *Executor) beat(ctx context.Context) error {
 		ids, claims = append(ids, j.id), append(claims, j.claimID)
 	}
 	e.mu.Unlock()
+	sortClaims(ids, claims)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -62,12 +65,36 @@ func (e *Executor) beat(ctx context.Context) error {
 		return err
 	}
 	for _, id := range ids {
-		if !held[id] {
+		if held[id] {
+			continue
+		}
+		e.mu.Lock()
+		j := e.inflight[id]
+		e.mu.Unlock()
+		// A call that has returned was completed (or will find its claim
+		// gone at completion); only a running call has lost something.
+		if j != nil && !j.done.Load() {
 			e.logger.Warn("lease lost; stopping the call", slog.String("request_id", id.String()))
-			e.cancelJob(id, errLeaseLost)
+			j.cancel(errLeaseLost)
 		}
 	}
 	return nil
+}
+
+// sortClaims orders ids (and their claims alongside) so that every
+// statement that locks several queue rows locks them in one order.
+func sortClaims(ids, claims []uuid.UUID) {
+	idx := make([]int, len(ids))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return bytes.Compare(ids[idx[a]][:], ids[idx[b]][:]) < 0 })
+	si, sc := make([]uuid.UUID, len(ids)), make([]uuid.UUID, len(ids))
+	for k, i := range idx {
+		si[k], sc[k] = ids[i], claims[i]
+	}
+	copy(ids, si)
+	copy(claims, sc)
 }
 
 // rescuer settles what no executor is looking after: expired leases,
