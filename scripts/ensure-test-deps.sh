@@ -6,7 +6,8 @@
 #     when set, else 127.0.0.1:5432 as user postgres. When nothing answers
 #     there, the Debian cluster is started (or created, then started);
 #   - docker-compose, to validate docker-compose.yml (there is no Docker
-#     engine here: the file is checked, not run).
+#     engine here: the file is checked, not run);
+#   - bubblewrap, for the sandbox tests (tier C and the seccomp filter).
 # Idempotent; fast when all is in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,7 @@ apt_install() {
 
 command -v docker-compose >/dev/null 2>&1 || apt_install docker-compose
 command -v psql >/dev/null 2>&1 || apt_install postgresql-client
+command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap
 
 url="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
 if psql "$url" -qAtc 'SELECT 1' >/dev/null 2>&1; then
