@@ -1,35 +1,14 @@
 package attest
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/execledger/execledger/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// compareGolden compares got with testdata/name, or rewrites it with -update.
-func compareGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n got %s\nwant %s", path, got, want)
-	}
-}
 
 // predicateFields are the predicate's JSON names, listed independently of
 // the golden files so that an -update cannot silently rename a field.
@@ -56,7 +35,7 @@ func TestStatementGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, c.golden, append(b, '\n'))
+			golden.Compare(t, c.golden, append(b, '\n'))
 
 			var top map[string]json.RawMessage
 			if err := json.Unmarshal(b, &top); err != nil {
@@ -107,8 +86,8 @@ func TestEnvelopeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareGolden(t, "envelope.golden.json", envJSON)
-	compareGolden(t, "envelope.golden.digest", []byte(digest+"\n"))
+	golden.Compare(t, "envelope.golden.json", envJSON)
+	golden.Compare(t, "envelope.golden.digest", []byte(digest+"\n"))
 
 	stored, err := os.ReadFile(filepath.Join("testdata", "envelope.golden.json"))
 	if err != nil {
