@@ -64,10 +64,8 @@ BEGIN
     WHERE b.first < 1
        OR b.last - b.first + 1 <> b.cnt
        OR b.dcnt <> b.cnt
-       -- A scalar subquery, not EXISTS: it stays a primary-key probe per
-       -- stream and cannot be turned into a join that scans the log.
-       OR (b.first > 1 AND (SELECT true FROM ledger.events e
-                            WHERE e.stream = b.stream AND e.version = b.first - 1) IS NULL)
+       OR (b.first > 1 AND NOT EXISTS (
+            SELECT 1 FROM ledger.events e WHERE e.stream = b.stream AND e.version = b.first - 1))
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'ledger.append_events: stream % is not at version %', bad.stream, bad.first - 1
@@ -164,7 +162,6 @@ END $$;
 CREATE FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) RETURNS TABLE(id uuid, claim_id uuid, attempt integer, stream_version bigint, principal text, tool text, run_id text, input text, context text, input_digest bytea, approved boolean, charged boolean, submitted_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 BEGIN
     RETURN QUERY
@@ -192,10 +189,8 @@ BEGIN
            (e.payload -> 'input')::text, (e.payload -> 'context')::text, r.input_digest,
            c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at
     FROM claimed c
-    -- LATERAL lookups are probes by primary key for each claimed row,
-    -- whatever the statistics said when the plan was cached.
-    CROSS JOIN LATERAL (SELECT r.* FROM ledger.request_status r WHERE r.id = c.id) r
-    CROSS JOIN LATERAL (SELECT e.payload FROM ledger.events e WHERE e.stream = 'request:' || c.id AND e.version = 1) e
+    JOIN ledger.request_status r ON r.id = c.id
+    JOIN ledger.events e ON e.stream = 'request:' || c.id AND e.version = 1
     ORDER BY c.priority DESC, c.available_at, c.id;
 END $$;
 

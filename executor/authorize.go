@@ -89,6 +89,9 @@ func (e *Executor) lockBudgets(ctx context.Context, tx pgx.Tx, jobs []*job) (map
 	for i, k := range sorted {
 		principals[i], runs[i] = k.principal, k.runID
 	}
+	if _, err := tx.Exec(ctx, queryCreateBudgets, principals, runs); err != nil {
+		return nil, fmt.Errorf("create budgets: %w", err)
+	}
 	rows, err := tx.Query(ctx, queryLockBudgets, principals, runs, e.cfg.DefaultMaxCallsPerRun)
 	if err != nil {
 		return nil, fmt.Errorf("lock budgets: %w", err)

@@ -106,10 +106,12 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 		}
 		j.version = v
 		state := stateOf(res)
-		if o.err != nil {
-			return o.err
+		a, err := e.sign(attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
+			runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
+			decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res})
+		if err != nil {
+			return err
 		}
-		a := o.att
 		finished := map[string]any{
 			"request_id": j.id, "attempt": j.attempt, "state": state, "error_kind": strp(res.ErrorKind),
 			"error": strp(res.Error), "timed_out": res.TimedOut, "exit_status": res.ExitStatus,

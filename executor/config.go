@@ -43,7 +43,7 @@ func (c Config) WithDefaults() Config {
 	if c.Label == "" {
 		c.Label = "executor"
 	}
-	seti(&c.Workers, 128)
+	seti(&c.Workers, 64)
 	seti(&c.ClaimBatch, 64)
 	seti(&c.DefaultMaxCallsPerRun, 4)
 	seti(&c.CompleteBatch, 256)

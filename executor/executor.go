@@ -79,12 +79,6 @@ func New(pool *pgxpool.Pool, cfg Config, pol *policy.Engine, signer *attest.Sign
 // running calls finish for up to ShutdownGrace, stops the rest and records
 // why, and returns once every outcome is written.
 func (e *Executor) Run(ctx context.Context) error {
-	own, err := ownPool(ctx, e.pool, e.cfg)
-	if err != nil {
-		return err
-	}
-	defer own.Close()
-	e.pool, e.store = own, ledger.NewStore(own)
 	if err := e.publishPolicy(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started
@@ -104,7 +98,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	wg.Go(func() { e.rescuer(bg) })
 
 	e.logger.Info("executor started", slog.Int("workers", e.cfg.Workers), slog.String("policy_digest", e.policy.Digest()))
-	err = e.fetchLoop(ctx)
+	err := e.fetchLoop(ctx)
 	e.shutdown()
 	close(e.outcomes)
 	<-completerDone
@@ -115,24 +109,6 @@ func (e *Executor) Run(ctx context.Context) error {
 	wg.Wait()
 	e.logger.Info("executor stopped")
 	return err
-}
-
-// ownPool opens the executor's own connections, configured like base's.
-// They plan every statement with its actual arguments
-// (plan_cache_mode = force_custom_plan): the executor's statements run once
-// per batch, so planning is cheap, while a generic plan cached when a table
-// was small would keep scanning it sequentially as it grows.
-func ownPool(ctx context.Context, base *pgxpool.Pool, cfg Config) (*pgxpool.Pool, error) {
-	pc := base.Config().Copy()
-	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
-	pc.ConnConfig.RuntimeParams["application_name"] = "execledger executor " + cfg.Label
-	pc.MaxConns = 8
-	pc.MinConns = 0
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("executor: connect: %w", err)
-	}
-	return pool, nil
 }
 
 // shutdown waits for running calls up to the grace period, then stops them
@@ -167,27 +143,17 @@ func (e *Executor) shutdown() {
 // waits for a NOTIFY, a freed slot or the poll interval.
 func (e *Executor) fetchLoop(ctx context.Context) error {
 	waiting := false // registered in ledger.queue_waiters
-	backlog := false // the last claim was full: more work is waiting
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for ctx.Err() == nil {
 		free := cap(e.slots) - len(e.slots)
-		// With a backlog, wait until a useful batch of slots is free rather
-		// than claiming a few requests at a time as single calls finish:
-		// transactions, not requests, are what cost.
-		minFree := 1
-		if backlog {
-			minFree = max(1, min(e.cfg.ClaimBatch, cap(e.slots)/2))
-		}
-		if free >= minFree {
-			want := min(free, e.cfg.ClaimBatch)
-			n, err := e.claim(ctx, want)
+		if free > 0 {
+			n, err := e.claim(ctx, min(free, e.cfg.ClaimBatch))
 			if err != nil && ctx.Err() == nil {
 				e.logger.Error("claim", slog.Any("error", err))
 				sleep(ctx, 200*time.Millisecond)
 				continue
 			}
-			backlog = n == want
 			if n > 0 {
 				if waiting {
 					waiting = !e.unregisterWaiter(ctx)

@@ -47,12 +47,9 @@ func (j *job) next() int64 {
 	return j.version
 }
 
-// outcome is a finished job, waiting to be completed in a batch, with its
-// attestation already signed.
+// outcome is a finished job, waiting to be completed in a batch.
 type outcome struct {
 	job      *job
 	result   Result
 	finished time.Time
-	att      attestation
-	err      error // signing failed
 }

@@ -7,17 +7,20 @@ const (
        input_digest, approved, charged, submitted_at
 FROM ledger.claim_requests($1, $2, $3::interval)`
 
-	// queryLockBudgets creates the missing budget rows of the given runs and
-	// locks every one of them, in (principal, run_id) order, in one
-	// statement: ON CONFLICT DO UPDATE locks an existing row as it returns it.
-	queryLockBudgets = `INSERT INTO ledger.runs AS r (principal, run_id)
-SELECT * FROM unnest($1::text[], $2::text[]) AS k(principal, run_id) ORDER BY 1, 2
-ON CONFLICT (principal, run_id) DO UPDATE SET used = r.used
-RETURNING r.principal, r.run_id, coalesce(r.max_calls, $3), r.used`
+	// queryCreateBudgets adds the missing budget rows of the given runs;
+	// queryLockBudgets then locks them all, in (principal, run_id) order.
+	// (Two statements: rows a CTE inserts are invisible to its own query.)
+	queryCreateBudgets = `INSERT INTO ledger.runs (principal, run_id)
+SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (principal, run_id) DO NOTHING`
+
+	queryLockBudgets = `SELECT r.principal, r.run_id, coalesce(r.max_calls, $3), r.used
+FROM ledger.runs r JOIN unnest($1::text[], $2::text[]) AS k(principal, run_id) USING (principal, run_id)
+ORDER BY r.principal, r.run_id
+FOR UPDATE OF r`
 
 	queryChargeBudgets = `UPDATE ledger.runs r SET used = r.used + c.n
 FROM (SELECT principal, run_id, count(*) AS n FROM unnest($1::text[], $2::text[]) AS u(principal, run_id) GROUP BY 1, 2) c
-WHERE r.principal = c.principal AND r.run_id = c.run_id AND r.principal = ANY($1) AND r.run_id = ANY($2)`
+WHERE r.principal = c.principal AND r.run_id = c.run_id`
 
 	// queryStartJobs marks authorized jobs as running: their execution
 	// may begin as soon as the transaction commits.
@@ -26,20 +29,20 @@ WHERE r.principal = c.principal AND r.run_id = c.run_id AND r.principal = ANY($1
 ), q AS (
     UPDATE ledger.queue q SET stream_version = j.version, started_at = clock_timestamp(),
         charged = q.charged OR j.charge
-    FROM j WHERE q.id = j.id AND q.id = ANY($1)
+    FROM j WHERE q.id = j.id
 )
 UPDATE ledger.request_status r SET state = 'running'
-FROM j WHERE r.id = j.id AND r.id = ANY($1)`
+FROM j WHERE r.id = j.id`
 
 	queryAwaitApproval = `WITH j AS (
     SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS u(id, version)
 ), q AS (
     UPDATE ledger.queue q SET state = 'awaiting_approval', stream_version = j.version, claim_id = NULL,
         claimed_by = NULL, lease_expires_at = NULL, approval_expires_at = clock_timestamp() + $3::interval
-    FROM j WHERE q.id = j.id AND q.id = ANY($1)
+    FROM j WHERE q.id = j.id
 )
 UPDATE ledger.request_status r SET state = 'awaiting_approval'
-FROM j WHERE r.id = j.id AND r.id = ANY($1)`
+FROM j WHERE r.id = j.id`
 
 	// queryFinish ends requests: the read model takes the outcome, the
 	// queue row goes, and waiters are told.
@@ -47,12 +50,12 @@ FROM j WHERE r.id = j.id AND r.id = ANY($1)`
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
         AS u(id, state, error_kind, error, output, tier, attestation_digest)
 ), q AS (
-    DELETE FROM ledger.queue q USING f WHERE q.id = f.id AND q.id = ANY($1)
+    DELETE FROM ledger.queue q USING f WHERE q.id = f.id
 ), r AS (
     UPDATE ledger.request_status r
     SET state = f.state, error_kind = f.error_kind, error = f.error, output = f.output::jsonb,
         tier = f.tier, attestation_digest = f.attestation_digest, finished_at = clock_timestamp()
-    FROM f WHERE r.id = f.id AND r.id = ANY($1)
+    FROM f WHERE r.id = f.id
 )
 SELECT count(pg_notify('ledger_request_done', f.id::text)) FROM f`
 
@@ -60,7 +63,6 @@ SELECT count(pg_notify('ledger_request_done', f.id::text)) FROM f`
 	// theirs; a row rescued or cancelled-and-finished meanwhile is skipped.
 	queryLockClaims = `SELECT q.id, q.stream_version FROM ledger.queue q
 JOIN unnest($1::uuid[], $2::uuid[]) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
-WHERE q.id = ANY($1)
 ORDER BY q.id
 FOR UPDATE OF q`
 
@@ -90,9 +92,9 @@ FOR UPDATE OF q SKIP LOCKED`
 ), q AS (
     UPDATE ledger.queue q SET state = 'pending', stream_version = j.version, claim_id = NULL, claimed_by = NULL,
         lease_expires_at = NULL, started_at = NULL, available_at = clock_timestamp()
-    FROM j WHERE q.id = j.id AND q.id = ANY($1)
+    FROM j WHERE q.id = j.id
 )
-UPDATE ledger.request_status r SET state = 'pending' FROM j WHERE r.id = j.id AND r.id = ANY($1)`
+UPDATE ledger.request_status r SET state = 'pending' FROM j WHERE r.id = j.id`
 
 	queryExpiredApprovals = `SELECT q.id, q.stream_version, r.tool, r.principal, coalesce(r.run_id, ''), r.input_digest
 FROM ledger.queue q JOIN ledger.request_status r ON r.id = q.id
@@ -112,7 +114,7 @@ LIMIT $1
 FOR UPDATE OF r SKIP LOCKED`
 
 	querySetAttestation = `UPDATE ledger.request_status r SET attestation_digest = u.digest
-FROM unnest($1::uuid[], $2::text[]) AS u(id, digest) WHERE r.id = u.id AND r.id = ANY($1)`
+FROM unnest($1::uuid[], $2::text[]) AS u(id, digest) WHERE r.id = u.id`
 
 	queryRegisterWaiter   = `INSERT INTO ledger.queue_waiters (executor) VALUES ($1) ON CONFLICT (executor) DO UPDATE SET since = clock_timestamp()`
 	queryUnregisterWaiter = `DELETE FROM ledger.queue_waiters WHERE executor = $1`

@@ -22,10 +22,6 @@ func (e *Executor) start(j *job) {
 		res := e.execute(j)
 		o := outcome{job: j, result: res, finished: time.Now()}
 		j.done.Store(true)
-		// Signing happens here, on the workers, not on the serial completer.
-		o.att, o.err = e.sign(attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
-			runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
-			decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res})
 		// The slot is freed only once the completer has the outcome, so the
 		// calls claimed but not yet written stay bounded when it falls behind.
 		e.outcomes <- o

@@ -154,10 +154,8 @@ BEGIN
     WHERE b.first < 1
        OR b.last - b.first + 1 <> b.cnt
        OR b.dcnt <> b.cnt
-       -- A scalar subquery, not EXISTS: it stays a primary-key probe per
-       -- stream and cannot be turned into a join that scans the log.
-       OR (b.first > 1 AND (SELECT true FROM ledger.events e
-                            WHERE e.stream = b.stream AND e.version = b.first - 1) IS NULL)
+       OR (b.first > 1 AND NOT EXISTS (
+            SELECT 1 FROM ledger.events e WHERE e.stream = b.stream AND e.version = b.first - 1))
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'ledger.append_events: stream % is not at version %', bad.stream, bad.first - 1

@@ -161,9 +161,6 @@ RETURNS TABLE (id uuid, claim_id uuid, attempt int, stream_version bigint, princ
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- Planned per call (once per batch): a generic plan cached while the queue
--- was empty would sort the whole queue instead of reading the claim index.
-SET plan_cache_mode = force_custom_plan
 AS $$
 BEGIN
     RETURN QUERY
@@ -191,10 +188,8 @@ BEGIN
            (e.payload -> 'input')::text, (e.payload -> 'context')::text, r.input_digest,
            c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at
     FROM claimed c
-    -- LATERAL lookups are probes by primary key for each claimed row,
-    -- whatever the statistics said when the plan was cached.
-    CROSS JOIN LATERAL (SELECT r.* FROM ledger.request_status r WHERE r.id = c.id) r
-    CROSS JOIN LATERAL (SELECT e.payload FROM ledger.events e WHERE e.stream = 'request:' || c.id AND e.version = 1) e
+    JOIN ledger.request_status r ON r.id = c.id
+    JOIN ledger.events e ON e.stream = 'request:' || c.id AND e.version = 1
     ORDER BY c.priority DESC, c.available_at, c.id;
 END $$;
 

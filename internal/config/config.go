@@ -117,7 +117,7 @@ func Default() Config {
 		Database: Database{MaxConns: 16, ConnectTimeout: Duration{10 * time.Second}},
 		Log:      Log{Level: "info", Format: "text"},
 		Serve:    Serve{Listen: "127.0.0.1:9464", Label: host},
-		Executor: Executor{Enabled: true, Workers: 128, ClaimBatch: 64, Lease: Duration{30 * time.Second},
+		Executor: Executor{Enabled: true, Workers: 64, ClaimBatch: 64, Lease: Duration{30 * time.Second},
 			PollInterval: Duration{time.Second}, RescueInterval: Duration{5 * time.Second},
 			ShutdownGrace: Duration{10 * time.Second}, ToolTimeout: Duration{30 * time.Second},
 			DefaultMaxCallsPerRun: 4, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}},
