@@ -30,8 +30,11 @@ vet:
 	$(GO) vet $(PKGS)
 
 ## bench: the benchmarks of docs/benchmarks.md (minutes; not part of make test)
-bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 3s -count 6 -timeout 60m ./ledger/ | tee bench.out
+bench: deps build
+	$(GO) test -run '^$$' -bench . -benchtime 1s -timeout 60m ./ledger/ -rounds 10 | tee bench.out
+	$(GO) run golang.org/x/perf/cmd/benchstat@latest -ignore /round bench.out
+	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system both --mode burndown --n 20000
+	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system both --mode continuous --duration 20s
 
 ## chaos: the chaos scenarios at full size (kill -9 an executor mid-load, restart PostgreSQL
 ## under load, two executor processes); make test runs them small
