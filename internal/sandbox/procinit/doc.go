@@ -1,0 +1,32 @@
+// Package procinit is the init process of a tier B sandbox: it applies
+// limits to itself, starts the target, reaps every descendant and kills them
+// all when the target ends.
+//
+// Go's os/exec can set neither resource limits nor a child subreaper for the
+// process it starts, so the executor re-executes its own binary with the
+// hidden subcommand Hidden (see Command). That process, the init, runs Main:
+//
+//  1. it reads the Spec from descriptor 3 and marks every descriptor above 2
+//     close-on-exec, so the target inherits only stdin, stdout and stderr;
+//  2. it becomes a child subreaper, so daemons that escape with setsid and a
+//     double fork are reparented to it rather than to the system's init;
+//  3. it sets the rlimits on itself (the target inherits them) and, when
+//     asked, installs the internal/seccomp filter (inherited as well);
+//  4. it starts the target in a process group of its own, forwards SIGTERM,
+//     SIGINT and SIGHUP to that group and reaps every child it is given;
+//  5. when the target ends it SIGKILLs every remaining descendant, reaps
+//     them, reports a Usage on descriptor 4 when one is open, and exits with
+//     the target's status (128+signal when a signal ended it).
+//
+// The binary's main dispatches to Main before doing anything else:
+//
+//	if len(os.Args) > 1 && os.Args[1] == procinit.Hidden {
+//		os.Exit(procinit.Main())
+//	}
+//
+// Limits of the approach: descendants are found through the process tree, so
+// if the init itself is SIGKILLed the target dies with it (its parent-death
+// signal) but descendants that left the target's process group survive; only
+// a cgroup contains those. RLIMIT_NPROC counts every process of the uid, see
+// Limits.Processes.
+package procinit

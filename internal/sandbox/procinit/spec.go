@@ -1,0 +1,88 @@
+package procinit
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+)
+
+// Hidden is the subcommand under which the binary runs Main.
+const Hidden = "__sandbox-init"
+
+// Exit statuses of the init when the target did not run, after env(1) and
+// the shells: the init itself failed, the target could not be executed, the
+// target was not found.
+const (
+	ExitInitFailed    = 125
+	ExitCannotExecute = 126
+	ExitNotFound      = 127
+)
+
+// Limits are the resource limits the init sets on itself before it starts
+// the target; soft and hard limits are equal. A zero field leaves that limit
+// as inherited. RLIMIT_CORE is always set to 0.
+type Limits struct {
+	// CPUSeconds is RLIMIT_CPU: a process that has used this much CPU
+	// time is ended by the kernel (SIGKILL, as the hard limit equals the
+	// soft one; SIGXCPU on kernels that check the soft limit first). Each
+	// process has its own budget: the limit is inherited, not shared,
+	// across fork.
+	CPUSeconds uint64 `json:"cpu_seconds,omitempty"`
+	// AddressSpace is RLIMIT_AS in bytes. It is optional and best left
+	// unset for managed runtimes: Go and the JVM reserve far more virtual
+	// memory than they use (arenas, heap reservations, thread stacks) and
+	// fail to start under a limit near their real footprint. Memory is
+	// better bounded with a cgroup.
+	AddressSpace uint64 `json:"address_space,omitempty"`
+	// FileSize is RLIMIT_FSIZE in bytes: a write past it fails with EFBIG
+	// after SIGXFSZ, whose default action ends the process.
+	FileSize uint64 `json:"file_size,omitempty"`
+	// OpenFiles is RLIMIT_NOFILE. It also binds the init, which needs a
+	// few descriptors of its own to start the target; values below 16 are
+	// raised to 16.
+	OpenFiles uint64 `json:"open_files,omitempty"`
+	// Processes is RLIMIT_NPROC. The kernel counts every process of the
+	// target's real uid on the whole machine, not the processes of this
+	// sandbox, and does not enforce it for root: it is only meaningful
+	// with an unprivileged UID dedicated to sandboxes, and concurrent
+	// sandboxes under the same uid share it.
+	Processes uint64 `json:"processes,omitempty"`
+}
+
+// minOpenFiles is the lowest RLIMIT_NOFILE the init accepts: starting the
+// target needs a pipe and a pidfd besides the inherited descriptors.
+const minOpenFiles = 16
+
+// Spec is what the init runs.
+type Spec struct {
+	// Path is the absolute path of the target program.
+	Path string `json:"path"`
+	// Args are the arguments after argv[0]; argv[0] is Path.
+	Args []string `json:"args,omitempty"`
+	// Env is the target's whole environment; nil means an empty one.
+	Env []string `json:"env,omitempty"`
+	// Dir is the target's working directory; empty keeps the init's.
+	Dir    string `json:"dir,omitempty"`
+	Limits Limits `json:"limits"`
+	// Seccomp installs internal/seccomp's filter (with no_new_privs)
+	// before the target starts.
+	Seccomp bool `json:"seccomp,omitempty"`
+	// UID and GID are the target's credentials; 0 keeps the init's. When
+	// the launcher runs as root it should pass an unprivileged id such as
+	// 65534. A zero GID with a non-zero UID keeps the init's gid.
+	UID uint32 `json:"uid,omitempty"`
+	GID uint32 `json:"gid,omitempty"`
+}
+
+// ErrInvalidSpec is wrapped by the errors of Spec.validate.
+var ErrInvalidSpec = errors.New("invalid sandbox init spec")
+
+func (s Spec) validate() error {
+	if s.Path == "" || !filepath.IsAbs(s.Path) {
+		return fmt.Errorf("%w: path %q is not absolute", ErrInvalidSpec, s.Path)
+	}
+	if s.Dir != "" && !filepath.IsAbs(s.Dir) {
+		return fmt.Errorf("%w: dir %q is not absolute", ErrInvalidSpec, s.Dir)
+	}
+	return nil
+}
