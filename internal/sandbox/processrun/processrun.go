@@ -1,0 +1,306 @@
+package processrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/procinput"
+	"github.com/execledger/execledger/internal/redact"
+	"github.com/execledger/execledger/internal/sandbox/bwrap"
+	"github.com/execledger/execledger/internal/sandbox/procinit"
+	"github.com/execledger/execledger/internal/seccomp"
+)
+
+// Error kinds of the contract that this tool returns besides procinput's.
+const (
+	KindQuotaExceeded  = "quota_exceeded"
+	KindTimedOut       = "timed_out"
+	KindCancelled      = "cancelled"
+	KindSpawnFailed    = "spawn_failed"
+	KindRuntimeFailure = "runtime_failure"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultOutputLimit = 64 << 10
+	DefaultKillGrace   = 500 * time.Millisecond
+	DefaultUID         = 65534
+	DefaultGID         = 65534
+	chunkSize          = 4 << 10
+)
+
+// DefaultLimits are the rlimits of a zero Config.Limits. Processes is
+// RLIMIT_NPROC, which the kernel counts per uid over the whole machine
+// (and does not enforce for root): concurrent runs under the same UID
+// share it.
+var DefaultLimits = procinit.Limits{
+	CPUSeconds: 2,
+	FileSize:   64 << 20,
+	OpenFiles:  256,
+	Processes:  256,
+}
+
+// Config configures the tool.
+type Config struct {
+	// Tier is "B" or "C".
+	Tier string
+	// Self is the execledger binary (os.Executable()), re-executed as
+	// tier B's init; its main must dispatch procinit.Hidden to
+	// procinit.Main.
+	Self string
+	// WorkspaceRoot holds the per-run workspaces; created 0711 (traverse
+	// only) if missing, each run's directory 0700.
+	WorkspaceRoot string
+	// Policy is procinput's; WorkspaceRoot is filled per call.
+	Policy procinput.Policy
+	// Limits are the rlimits (tier B; tier C also applies them, see
+	// Enforcement); a zero value means DefaultLimits. AddressSpace is off
+	// by default.
+	Limits procinit.Limits
+	// OutputLimit is the combined stdout+stderr budget in bytes.
+	OutputLimit int
+	// KillGrace is the time between SIGTERM and SIGKILL.
+	KillGrace time.Duration
+	// UID and GID run the program; 0 means 65534. In tier B they apply
+	// only when the daemon runs as root.
+	UID, GID uint32
+	// Redactor redacts stored output; nil means redact.New with defaults.
+	// Register run secrets with its AddSecret.
+	Redactor *redact.Redactor
+}
+
+// Tool is the process.run tool. It is safe for concurrent use.
+type Tool struct {
+	cfg    Config
+	filter *seccomp.Filter // tier B's filter, for the enforcement record
+	red    *redact.Redactor
+}
+
+var _ executor.Tool = (*Tool)(nil)
+
+// New checks cfg and returns the tool: tier C needs bwrap, tier B needs
+// Self.
+func New(cfg Config) (*Tool, error) {
+	switch cfg.Tier {
+	case "B":
+		if cfg.Self == "" || !filepath.IsAbs(cfg.Self) {
+			return nil, fmt.Errorf("processrun: tier B needs Self, the absolute path of the execledger binary")
+		}
+		fi, err := os.Stat(cfg.Self)
+		if err != nil {
+			return nil, fmt.Errorf("processrun: tier B init helper: %w", err)
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			return nil, fmt.Errorf("processrun: tier B init helper %s is not an executable file", cfg.Self)
+		}
+	case "C":
+		if _, _, err := bwrap.Available(); err != nil {
+			return nil, fmt.Errorf("processrun: tier C: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("processrun: tier %q is not B or C", cfg.Tier)
+	}
+	if cfg.WorkspaceRoot == "" || !filepath.IsAbs(cfg.WorkspaceRoot) {
+		return nil, fmt.Errorf("processrun: WorkspaceRoot %q is not an absolute path", cfg.WorkspaceRoot)
+	}
+	cfg.WorkspaceRoot = filepath.Clean(cfg.WorkspaceRoot)
+	if cfg.Limits == (procinit.Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	if cfg.OutputLimit <= 0 {
+		cfg.OutputLimit = DefaultOutputLimit
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.UID == 0 {
+		cfg.UID = DefaultUID
+	}
+	if cfg.GID == 0 {
+		cfg.GID = DefaultGID
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.New(redact.Options{})
+	}
+	if err := os.MkdirAll(cfg.WorkspaceRoot, 0o711); err != nil {
+		return nil, fmt.Errorf("processrun: workspace root: %w", err)
+	}
+	f, err := seccomp.Build(seccomp.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("processrun: seccomp: %w", err)
+	}
+	return &Tool{cfg: cfg, filter: f, red: cfg.Redactor}, nil
+}
+
+// Name is "process.run".
+func (t *Tool) Name() string { return "process.run" }
+
+// Executor is the label recorded in events.
+func (t *Tool) Executor() string {
+	if t.cfg.Tier == "C" {
+		return "sandbox_tier_c_linux_bubblewrap"
+	}
+	return "sandbox_tier_b"
+}
+
+// Tier is "B" or "C".
+func (t *Tool) Tier() string { return t.cfg.Tier }
+
+// SafeToRepeat is false: a process may have side effects.
+func (t *Tool) SafeToRepeat() bool { return false }
+
+// Validate parses the input strictly (procinput.Parse).
+func (t *Tool) Validate(input json.RawMessage) error {
+	_, err := procinput.Parse(input)
+	return err
+}
+
+func (t *Tool) backend() string {
+	if t.cfg.Tier == "C" {
+		return "linux_bubblewrap"
+	}
+	return "procinit_rlimit_seccomp"
+}
+
+func failure(kind, msg string) executor.Result {
+	return executor.Result{ErrorKind: kind, Error: msg}
+}
+
+// refusal maps a procinput error to a Result.
+func refusal(err error) executor.Result {
+	var pe *procinput.Error
+	if errors.As(err, &pe) {
+		return failure(pe.Kind, pe.Message)
+	}
+	if errors.Is(err, procinput.ErrInvalidPolicy) {
+		return failure(KindSpawnFailed, "process.run is misconfigured: "+err.Error())
+	}
+	return failure(procinput.KindInvalidInput, err.Error())
+}
+
+// Run executes one call: see the package documentation.
+func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
+	in, err := procinput.Parse(call.Input)
+	if err != nil {
+		return refusal(err)
+	}
+	if in.Background != nil {
+		return failure(procinput.KindCapabilityDenied, "background processes are not supported by this executor yet; run in the foreground")
+	}
+	ws, err := t.workspace(call)
+	if err != nil {
+		var pe *procinput.Error
+		if errors.As(err, &pe) {
+			return refusal(err)
+		}
+		return failure(KindSpawnFailed, "workspace: "+err.Error())
+	}
+	pol := t.cfg.Policy
+	pol.WorkspaceRoot = ws
+	plan, err := procinput.Check(in, pol)
+	if err != nil {
+		return refusal(err)
+	}
+	if plan.EgressMode == procinput.EgressStrict {
+		if t.cfg.Tier == "B" {
+			return failure(procinput.KindEgressDenied, "strict egress cannot be enforced in tier B; the policy must use tier C or egress mode none/preflight")
+		}
+		if len(plan.EgressHosts) > 0 {
+			return failure(procinput.KindEgressDenied, fmt.Sprintf("strict egress runs offline in tier C until the egress proxy exists; hosts %q cannot be reached", plan.EgressHosts))
+		}
+	}
+	path, err := lookPath(plan.Command, plan.Env)
+	if err != nil {
+		return failure(KindSpawnFailed, err.Error())
+	}
+	// Pdeathsig fires when the thread that started the child exits: keep
+	// this goroutine on its thread until the child is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if t.cfg.Tier == "C" {
+		return t.runC(ctx, plan, path)
+	}
+	return t.runB(ctx, plan, path)
+}
+
+// component checks one path element taken from the call.
+func component(what, s string) error {
+	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") || len(s) > 200 {
+		return &procinput.Error{Kind: procinput.KindInvalidInput, Reason: "workspace_name_invalid",
+			Message: fmt.Sprintf("%s %q cannot name a workspace directory", what, s)}
+	}
+	return nil
+}
+
+// workspace creates and returns the call's workspace directory.
+func (t *Tool) workspace(call executor.Call) (string, error) {
+	if err := component("principal", call.Principal); err != nil {
+		return "", err
+	}
+	run := "_req-" + call.RequestID.String()
+	if call.RunID != "" {
+		if err := component("run_id", call.RunID); err != nil {
+			return "", err
+		}
+		if strings.HasPrefix(call.RunID, "_req-") {
+			return "", &procinput.Error{Kind: procinput.KindInvalidInput, Reason: "workspace_name_invalid",
+				Message: "run ids starting with _req- are reserved"}
+		}
+		run = call.RunID
+	}
+	parent := filepath.Join(t.cfg.WorkspaceRoot, call.Principal)
+	// 0711: the sandbox uid may traverse to its own run but not list
+	// the others.
+	if err := os.Mkdir(parent, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	dir := filepath.Join(parent, run)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	// Tier B runs the program as UID: it owns its workspace. Tier C's
+	// sandbox uid maps to the daemon's, which owns it already.
+	if t.cfg.Tier == "B" && os.Geteuid() == 0 {
+		if err := os.Lchown(dir, int(t.cfg.UID), int(t.cfg.GID)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// lookPath finds command in the PATH of env: an absolute, executable
+// regular file.
+func lookPath(command string, env []string) (string, error) {
+	path := procinput.DefaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range strings.Split(path, ":") {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, command)
+		fi, err := os.Stat(p)
+		if err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("executable %q not found in PATH %s", command, path)
+}
