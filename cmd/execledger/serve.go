@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,6 +17,8 @@ import (
 	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/opsserver"
 	"github.com/execledger/execledger/internal/policy"
+	"github.com/execledger/execledger/internal/procinput"
+	"github.com/execledger/execledger/internal/sandbox/processrun"
 	"github.com/execledger/execledger/migrations"
 )
 
@@ -98,7 +102,11 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	if cfg.Executor.Enabled {
 		xcfg := executorConfig(cfg)
 		xcfg.Metrics = executor.NewMetrics(ops.Registry())
-		x, err := executor.New(pool, xcfg, svc.policy, svc.signer, logger, executor.Echo{}, executor.Sleep{})
+		tools, err := toolsFor(cfg)
+		if err != nil {
+			return err
+		}
+		x, err := executor.New(pool, xcfg, svc.policy, svc.signer, logger, tools...)
 		if err != nil {
 			return err
 		}
@@ -113,6 +121,34 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// toolsFor is the executor's tool set: the built-ins, and process.run when
+// configured.
+func toolsFor(cfg config.Config) ([]executor.Tool, error) {
+	tools := []executor.Tool{executor.Echo{}, executor.Sleep{}}
+	p := cfg.Process
+	if !p.Enabled {
+		return tools, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("process_run: %w", err)
+	}
+	root, err := filepath.Abs(p.WorkspaceRoot)
+	if err != nil {
+		return nil, fmt.Errorf("process_run.workspace_root: %w", err)
+	}
+	pr, err := processrun.New(processrun.Config{
+		Tier: p.Tier, Self: self, WorkspaceRoot: root,
+		Policy: procinput.Policy{AllowedExecutables: p.AllowedExecutables, AllowInterpreters: p.AllowInterpreters,
+			EgressMode: p.EgressMode, EgressAllowlist: p.EgressAllowlist, MaxTimeout: p.MaxTimeout.Duration},
+		OutputLimit: p.OutputLimitBytes, KillGrace: p.KillGrace.Duration, UID: uint32(p.UID), GID: uint32(p.GID),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("process_run: %w", err)
+	}
+	return append(tools, pr), nil
 }
 
 func collect(errs <-chan error) []error {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -189,5 +190,51 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "postgres stopped") {
 		t.Errorf("the embedded PostgreSQL was not stopped cleanly:\n%s", out.String())
+	}
+}
+
+// TestServeRunsProcesses runs process.run in tier C through ledger.submit:
+// an allowlisted program succeeds, a path outside the run's workspace is
+// refused.
+func TestServeRunsProcesses(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	if err := db.MapPrincipal(context.Background(), "postgres", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o711); err != nil { // the sandbox's uid traverses it
+			t.Fatal(err)
+		}
+	}
+	pol := filepath.Join(dir, "ops.cedar")
+	if err := os.WriteFile(pol, []byte(`permit (principal == Principal::"ops", action == Action::"tool.execute", resource == Tool::"process.run");`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "attest.key")
+	if _, err := attest.GenerateKeyFiles(key, key+".pub"); err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=", "EXECLEDGER_POLICY_FILES=" + pol,
+		"EXECLEDGER_ATTEST_KEY_FILE=" + key, "EXECLEDGER_PROCESS_RUN_ENABLED=true", "EXECLEDGER_PROCESS_RUN_TIER=C",
+		"EXECLEDGER_PROCESS_RUN_WORKSPACE_ROOT=" + filepath.Join(dir, "ws"), "EXECLEDGER_PROCESS_RUN_ALLOWED_EXECUTABLES=echo,cat"}
+	startCommand(t, environ, "serve")
+
+	client := []string{"DATABASE_URL=" + db.URL}
+	r := execute(t, client, "", "submit", "process.run", `{"command":"echo","args":["from","a","sandbox"]}`, "--run", "r1",
+		"--wait", "--timeout", "30s", "--json")
+	var req struct {
+		State  string
+		Tier   string
+		Output struct{ Stdout string }
+	}
+	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &req) != nil || req.Output.Stdout != "from a sandbox\n" || req.Tier != "C" {
+		t.Fatalf("process.run echo: %+v", r)
+	}
+	r = execute(t, client, "", "submit", "process.run", `{"command":"cat","args":["/etc/passwd"]}`, "--run", "r1",
+		"--wait", "--timeout", "30s")
+	if r.code != exitNotOK || !strings.Contains(r.stdout, "workspace_scope_denied") {
+		t.Fatalf("process.run outside the workspace: %+v", r)
 	}
 }

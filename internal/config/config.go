@@ -40,6 +40,7 @@ type Config struct {
 	Executor Executor `toml:"executor"`
 	Policy   Policy   `toml:"policy"`
 	Attest   Attest   `toml:"attest"`
+	Process  Process  `toml:"process_run"`
 	Dev      Dev      `toml:"dev"`
 }
 
@@ -56,6 +57,22 @@ type Executor struct {
 	DefaultMaxCallsPerRun int      `toml:"default_max_calls_per_run"` // a run's budget unless set by ledger.set_run_budget
 	Sensitive             []string `toml:"sensitive"`                 // tools that wait for ledger.approve
 	ApprovalTimeout       Duration `toml:"approval_timeout"`          // a request waits this long for approval
+}
+
+// Process configures the process.run tool (sandbox tiers B and C).
+type Process struct {
+	Enabled            bool     `toml:"enabled"`             // off unless asked for
+	Tier               string   `toml:"tier"`                // "C" (bubblewrap) or "B" (init helper and rlimits)
+	WorkspaceRoot      string   `toml:"workspace_root"`      // each run gets <root>/<principal>/<run_id>
+	AllowedExecutables []string `toml:"allowed_executables"` // case-insensitive names; "*" = any
+	AllowInterpreters  bool     `toml:"allow_interpreters"`  // sh, python, node, ... and launchers that spawn them
+	EgressMode         string   `toml:"egress_mode"`         // none, preflight or strict
+	EgressAllowlist    []string `toml:"egress_allowlist"`    // hosts, exact or .suffix
+	MaxTimeout         Duration `toml:"max_timeout"`         // the longest timeout_ms honoured
+	OutputLimitBytes   int      `toml:"output_limit_bytes"`  // stdout and stderr together
+	KillGrace          Duration `toml:"kill_grace"`          // between TERM and KILL
+	UID                int      `toml:"uid"`                 // the sandboxed process's uid
+	GID                int      `toml:"gid"`
 }
 
 // Policy names the Cedar policy files every request is authorized against.
@@ -122,7 +139,10 @@ func Default() Config {
 			ShutdownGrace: Duration{10 * time.Second}, ToolTimeout: Duration{30 * time.Second},
 			DefaultMaxCallsPerRun: 4, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}},
 		Policy: Policy{Files: []string{}},
-		Dev:    Dev{DataDir: filepath.Join(".execledger", "pgdata")},
+		Process: Process{Tier: "C", WorkspaceRoot: filepath.Join(".execledger", "workspaces"), AllowedExecutables: []string{},
+			EgressMode: "none", EgressAllowlist: []string{}, MaxTimeout: Duration{30 * time.Second},
+			OutputLimitBytes: 64 << 10, KillGrace: Duration{500 * time.Millisecond}, UID: 65534, GID: 65534},
+		Dev: Dev{DataDir: filepath.Join(".execledger", "pgdata")},
 	}
 }
 
@@ -199,6 +219,19 @@ func (c Config) Validate() error {
 	}
 	if x.DefaultMaxCallsPerRun < 0 {
 		errs = append(errs, errors.New("executor.default_max_calls_per_run: must not be negative"))
+	}
+	p := c.Process
+	if p.Tier != "B" && p.Tier != "C" {
+		errs = append(errs, fmt.Errorf("process_run.tier: %q is not B or C", p.Tier))
+	}
+	if p.EgressMode != "none" && p.EgressMode != "preflight" && p.EgressMode != "strict" {
+		errs = append(errs, fmt.Errorf("process_run.egress_mode: %q is not none, preflight or strict", p.EgressMode))
+	}
+	if p.Enabled && p.WorkspaceRoot == "" {
+		errs = append(errs, errors.New("process_run.workspace_root: must not be empty"))
+	}
+	if p.OutputLimitBytes < 1 || p.MaxTimeout.Duration <= 0 || p.KillGrace.Duration < 0 || p.UID < 0 || p.GID < 0 {
+		errs = append(errs, errors.New("process_run: output_limit_bytes and max_timeout must be positive, kill_grace, uid and gid not negative"))
 	}
 	if c.Dev.DataDir == "" {
 		errs = append(errs, errors.New("dev.data_dir: must not be empty"))
