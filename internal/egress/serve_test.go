@@ -114,6 +114,11 @@ func TestConcurrentClients(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// The client has its whole response before the proxy has recorded the
+	// connection's end: wait for every record, then stop.
+	for deadline := time.Now().Add(10 * time.Second); len(b.recorded()) < workers*each && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	b.stop(t)
 	recs := b.recorded()
 	var allowed, denied int
