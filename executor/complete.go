@@ -121,7 +121,11 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 		if len(res.Output) == 0 {
 			finished["output"] = nil
 		}
-		events := []ledger.NewEvent{{Type: "execution.finished", Payload: finished, Metadata: e.meta(j)}}
+		events := make([]ledger.NewEvent, 0, len(res.Events)+3)
+		for _, ev := range res.Events {
+			events = append(events, ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: e.meta(j)})
+		}
+		events = append(events, ledger.NewEvent{Type: "execution.finished", Payload: finished, Metadata: e.meta(j)})
 		if state == "cancelled" {
 			events = append(events, ledger.NewEvent{Type: "request.cancelled", Payload: map[string]any{
 				"request_id": j.id, "reason": res.Error, "previous_state": "running"}, Metadata: e.meta(j)})

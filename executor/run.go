@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -42,16 +43,68 @@ func (e *Executor) execute(j *job) (res Result) {
 		}
 	}()
 	res = j.impl.Run(ctx, Call{RequestID: j.id, Attempt: j.attempt, Principal: j.principal, RunID: j.runID, Input: j.input})
+	events := res.Events
 	if res.ErrorKind == "" && ctx.Err() != nil {
 		// Finished, but only after it was told to stop: report why it was told.
 		res = interrupted(ctx, j.tool)
+		res.Events = events
 	}
 	if len(res.Output) > 0 && !json.Valid(res.Output) {
 		res = failure("runtime_failure", j.tool+": produced output that is not JSON")
+		res.Events = events
+	}
+	if err := checkToolEvents(res.Events); err != nil {
+		e.logger.Error("tool recorded a bad event", slog.String("tool", j.tool), slog.String("request_id", j.id.String()), slog.Any("error", err))
+		res = failure("runtime_failure", fmt.Sprintf("%s: internal error (%v)", j.tool, err))
 	}
 	if res.Resources == nil {
 		res.Resources = map[string]int64{}
 	}
 	res.Resources["wall_ms"] = time.Since(j.started).Milliseconds()
 	return res
+}
+
+// reservedEvents are the request stream's own event types, which only the
+// executor writes.
+var reservedEvents = map[string]bool{
+	"tool.requested": true, "request.claimed": true, "policy.decided": true, "approval.requested": true,
+	"approval.granted": true, "approval.denied": true, "budget.consumed": true, "execution.started": true,
+	"execution.finished": true, "attestation.signed": true, "request.cancelled": true, "lease.expired": true,
+}
+
+// checkToolEvents refuses events a tool may not record: a reserved or
+// malformed type, a payload that is not a JSON object, too many.
+func checkToolEvents(evs []Event) error {
+	if len(evs) > maxToolEvents {
+		return fmt.Errorf("%d events recorded, at most %d allowed", len(evs), maxToolEvents)
+	}
+	for _, ev := range evs {
+		if reservedEvents[ev.Type] || !validEventType(ev.Type) {
+			return fmt.Errorf("event type %q may not be recorded by a tool", ev.Type)
+		}
+		b, err := json.Marshal(ev.Payload)
+		if err != nil {
+			return fmt.Errorf("event %s: %w", ev.Type, err)
+		}
+		if len(b) == 0 || b[0] != '{' {
+			return fmt.Errorf("event %s: payload is not a JSON object", ev.Type)
+		}
+	}
+	return nil
+}
+
+// maxToolEvents bounds what one call may append to its request stream.
+const maxToolEvents = 1000
+
+// validEventType is a dotted lower-case name such as egress.connection.
+func validEventType(t string) bool {
+	if len(t) == 0 || len(t) > 64 || !strings.Contains(t, ".") || t[0] == '.' || t[len(t)-1] == '.' {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

@@ -47,6 +47,16 @@ type Result struct {
 	TimedOut    bool             // the call hit its timeout
 	Resources   map[string]int64 // usage, e.g. wall_ms, cpu_ms, fuel
 	Enforcement map[string]any   // limits and isolation actually applied
+	// Events are appended to the request's stream, in order, just before
+	// its execution.finished (e.g. egress.connection records), in the same
+	// transaction. Their payloads must marshal to JSON objects.
+	Events []Event
+}
+
+// Event is an event a tool asks to record about its call.
+type Event struct {
+	Type    string
+	Payload any
 }
 
 // failure builds a failed Result.

@@ -15,9 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/execledger/execledger/executor"
-	"github.com/execledger/execledger/internal/procinput"
-	"github.com/execledger/execledger/internal/sandbox/bwrap"
-	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/seccomp"
 )
 
@@ -164,93 +161,6 @@ func (t *Tool) stop(pid int, done <-chan struct{}) {
 	<-done
 }
 
-// runB runs plan under the tier B init.
-func (t *Tool) runB(ctx context.Context, plan *procinput.Plan, path string) executor.Result {
-	spec := procinit.Spec{Path: path, Args: plan.Args, Env: plan.Env, Dir: plan.Dir, Limits: t.cfg.Limits, Seccomp: true}
-	if os.Geteuid() == 0 {
-		spec.UID, spec.GID = t.cfg.UID, t.cfg.GID
-	}
-	enf := t.enforcementB(spec)
-	cmd, err := procinit.Command(t.cfg.Self, spec)
-	if err != nil {
-		return withEnf(failure(KindSpawnFailed, err.Error()), enf)
-	}
-	readUsage, err := procinit.WithUsage(cmd)
-	if err != nil {
-		cmd.ExtraFiles[0].Close()
-		return withEnf(failure(KindSpawnFailed, err.Error()), enf)
-	}
-	start := func() error {
-		err := cmd.Start()
-		for _, f := range cmd.ExtraFiles[:1] {
-			f.Close()
-		}
-		return err
-	}
-	o, err := t.supervise(ctx, cmd, start, plan.Timeout)
-	usage, uerr := readUsage()
-	if err != nil {
-		return withEnf(t.startFailure(ctx, err), enf)
-	}
-	code, sig := exitOf(o.state)
-	res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
-	if uerr == nil {
-		code, sig = usage.ExitCode, usage.Signal
-		res.Resources["cpu_user_ms"] = usage.CPUUserMS
-		res.Resources["cpu_sys_ms"] = usage.CPUSysMS
-		res.Resources["max_rss_kb"] = usage.MaxRSSKB
-		res.Resources["descendants_killed"] = int64(usage.DescendantsKilled)
-	} else {
-		addRusage(res.Resources, o.state)
-	}
-	spawnFailed := uerr == nil && code >= procinit.ExitInitFailed && code <= procinit.ExitNotFound && sig == 0 &&
-		bytes.HasPrefix(o.stderr, []byte("sandbox init: "))
-	return t.finish(res, o, code, sig, spawnFailed)
-}
-
-// runC runs plan under bubblewrap.
-func (t *Tool) runC(ctx context.Context, plan *procinput.Plan, path string) executor.Result {
-	if plan.Dir != plan.Root {
-		return failure(procinput.KindInvalidInput, "tier C starts every process in the workspace root; a cwd below it is not supported yet")
-	}
-	// Tier C never shares the host network: the host's loopback services
-	// (PostgreSQL included) would be reachable. Until egress goes through the
-	// allowlisting proxy, every tier C run is offline, whatever the mode.
-	network := false
-	filter, err := seccomp.Build(seccomp.Options{AllowInet: network})
-	if err != nil {
-		return failure(KindSpawnFailed, err.Error())
-	}
-	env := make([]string, 0, len(plan.Env))
-	for _, kv := range plan.Env {
-		if strings.HasPrefix(kv, "HOME=") {
-			kv = "HOME=" + bwrap.WorkspaceDir
-		}
-		env = append(env, kv)
-	}
-	bp := bwrap.Plan{
-		Program: path, ProgramArgs: plan.Args, Env: env, Workspace: plan.Root,
-		Network: network, UID: t.cfg.UID, GID: t.cfg.GID, Seccomp: filter,
-	}
-	enf := t.enforcementC(bp, plan)
-	// Never cancelled: supervise stops the tree itself, TERM before KILL.
-	cmd, err := bp.Command(context.WithoutCancel(ctx))
-	if err != nil {
-		return withEnf(failure(KindSpawnFailed, err.Error()), enf)
-	}
-	o, err := t.supervise(ctx, cmd, func() error { return bwrap.Start(cmd) }, plan.Timeout)
-	if err != nil {
-		closeFiles(cmd.ExtraFiles)
-		return withEnf(t.startFailure(ctx, err), enf)
-	}
-	res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
-	addRusage(res.Resources, o.state)
-	code, sig := exitOf(o.state)
-	// bwrap reports its own failures (a mount, the exec) on stderr, exit 1.
-	spawnFailed := code == 1 && bytes.HasPrefix(o.stderr, []byte("bwrap: "))
-	return t.finish(res, o, code, sig, spawnFailed)
-}
-
 func closeFiles(fs []*os.File) {
 	for _, f := range fs {
 		f.Close()
@@ -363,37 +273,6 @@ func firstLine(s string) string {
 		s = s[:200]
 	}
 	return s
-}
-
-// enforcementB records tier B's limits and isolation.
-func (t *Tool) enforcementB(spec procinit.Spec) map[string]any {
-	return map[string]any{
-		"backend":            t.backend(),
-		"limits":             spec.Limits,
-		"rlimit_core":        0,
-		"seccomp":            t.seccompSummary(t.filter),
-		"no_new_privs":       true,
-		"uid":                spec.UID,
-		"gid":                spec.GID,
-		"child_subreaper":    true,
-		"env":                envNames(spec.Env),
-		"network":            "seccomp refuses inet sockets",
-		"output_limit_bytes": t.cfg.OutputLimit,
-		"kill_grace_ms":      t.cfg.KillGrace.Milliseconds(),
-		"workspace":          spec.Dir,
-	}
-}
-
-// enforcementC records tier C's isolation: bwrap's record, plus ours.
-func (t *Tool) enforcementC(bp bwrap.Plan, plan *procinput.Plan) map[string]any {
-	e := bp.Enforcement()
-	e["seccomp"] = t.seccompSummary(bp.Seccomp)
-	e["rlimits"] = "not applied in tier C (wall timeout and output limit only)"
-	e["egress_mode"] = plan.EgressMode
-	e["output_limit_bytes"] = t.cfg.OutputLimit
-	e["kill_grace_ms"] = t.cfg.KillGrace.Milliseconds()
-	e["workspace_host"] = plan.Root
-	return e
 }
 
 func (t *Tool) seccompSummary(f *seccomp.Filter) map[string]any {

@@ -1,0 +1,67 @@
+package processrun
+
+import (
+	"bytes"
+	"context"
+	"strings"
+
+	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/procinput"
+	"github.com/execledger/execledger/internal/sandbox/bwrap"
+	"github.com/execledger/execledger/internal/seccomp"
+)
+
+// runC runs plan under bubblewrap.
+func (t *Tool) runC(ctx context.Context, plan *procinput.Plan, path string) executor.Result {
+	if plan.Dir != plan.Root {
+		return failure(procinput.KindInvalidInput, "tier C starts every process in the workspace root; a cwd below it is not supported yet")
+	}
+	// Tier C never shares the host network: the host's loopback services
+	// (PostgreSQL included) would be reachable. Until egress goes through the
+	// allowlisting proxy, every tier C run is offline, whatever the mode.
+	network := false
+	filter, err := seccomp.Build(seccomp.Options{AllowInet: network})
+	if err != nil {
+		return failure(KindSpawnFailed, err.Error())
+	}
+	env := make([]string, 0, len(plan.Env))
+	for _, kv := range plan.Env {
+		if strings.HasPrefix(kv, "HOME=") {
+			kv = "HOME=" + bwrap.WorkspaceDir
+		}
+		env = append(env, kv)
+	}
+	bp := bwrap.Plan{
+		Program: path, ProgramArgs: plan.Args, Env: env, Workspace: plan.Root,
+		Network: network, UID: t.cfg.UID, GID: t.cfg.GID, Seccomp: filter,
+	}
+	enf := t.enforcementC(bp, plan)
+	// Never cancelled: supervise stops the tree itself, TERM before KILL.
+	cmd, err := bp.Command(context.WithoutCancel(ctx))
+	if err != nil {
+		return withEnf(failure(KindSpawnFailed, err.Error()), enf)
+	}
+	o, err := t.supervise(ctx, cmd, func() error { return bwrap.Start(cmd) }, plan.Timeout)
+	if err != nil {
+		closeFiles(cmd.ExtraFiles)
+		return withEnf(t.startFailure(ctx, err), enf)
+	}
+	res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
+	addRusage(res.Resources, o.state)
+	code, sig := exitOf(o.state)
+	// bwrap reports its own failures (a mount, the exec) on stderr, exit 1.
+	spawnFailed := code == 1 && bytes.HasPrefix(o.stderr, []byte("bwrap: "))
+	return t.finish(res, o, code, sig, spawnFailed)
+}
+
+// enforcementC records tier C's isolation: bwrap's record, plus ours.
+func (t *Tool) enforcementC(bp bwrap.Plan, plan *procinput.Plan) map[string]any {
+	e := bp.Enforcement()
+	e["seccomp"] = t.seccompSummary(bp.Seccomp)
+	e["rlimits"] = "not applied in tier C (wall timeout and output limit only)"
+	e["egress_mode"] = plan.EgressMode
+	e["output_limit_bytes"] = t.cfg.OutputLimit
+	e["kill_grace_ms"] = t.cfg.KillGrace.Milliseconds()
+	e["workspace_host"] = plan.Root
+	return e
+}
