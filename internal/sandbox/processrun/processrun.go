@@ -225,10 +225,17 @@ func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
 	// this goroutine on its thread until the child is gone.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	var l *launch
+	var fail executor.Result
 	if t.cfg.Tier == "C" {
-		return t.runC(ctx, plan, path)
+		l, fail = t.prepareC(ctx, plan, path)
+	} else {
+		l, fail = t.prepareB(plan, path)
 	}
-	return t.runB(ctx, plan, path)
+	if l == nil {
+		return fail
+	}
+	return t.foreground(ctx, l, plan.Timeout)
 }
 
 // component checks one path element taken from the call.

@@ -69,53 +69,81 @@ type outcome struct {
 	wall                   time.Duration
 }
 
-// supervise starts cmd with start, captures its output and stops its tree
-// on timeout, cancellation or overflow. A start error is returned as is.
-func (t *Tool) supervise(ctx context.Context, cmd *exec.Cmd, start func() error, timeout time.Duration) (outcome, error) {
-	var o outcome
+// launch is a process a tier has prepared: how to start it, and how to
+// turn its end into a Result.
+type launch struct {
+	cmd *exec.Cmd
+	// start starts cmd and releases what only the child needed.
+	start func() error
+	// enf is the enforcement record.
+	enf map[string]any
+	// abort releases what prepare made when the process never started.
+	abort func()
+	// result classifies the ended process.
+	result func(o outcome) executor.Result
+}
+
+// running is a started process whose output is being captured.
+type running struct {
+	l       *launch
+	pid     int
+	begin   time.Time
+	c       *capture
+	readers sync.WaitGroup
+	done    chan struct{}
+	rOut    *os.File
+	rErr    *os.File
+}
+
+// begin starts l with its output captured against the output budget.
+func (t *Tool) begin(ctx context.Context, l *launch) (*running, error) {
 	rOut, wOut, err := os.Pipe()
 	if err != nil {
-		return o, err
+		return nil, err
 	}
-	defer rOut.Close()
 	rErr, wErr, err := os.Pipe()
 	if err != nil {
+		rOut.Close()
 		wOut.Close()
-		return o, err
+		return nil, err
 	}
-	defer rErr.Close()
-	cmd.Stdout, cmd.Stderr = wOut, wErr
+	l.cmd.Stdout, l.cmd.Stderr = wOut, wErr
 	if err := ctx.Err(); err != nil {
-		wOut.Close()
-		wErr.Close()
-		return o, err
+		closeFiles([]*os.File{rOut, wOut, rErr, wErr})
+		return nil, err
 	}
-	begin := time.Now()
-	err = start()
+	r := &running{l: l, begin: time.Now(), c: newCapture(t.cfg.OutputLimit), done: make(chan struct{}), rOut: rOut, rErr: rErr}
+	err = l.start()
 	wOut.Close()
 	wErr.Close()
 	if err != nil {
-		return o, err
+		rOut.Close()
+		rErr.Close()
+		return nil, err
 	}
-	c := newCapture(t.cfg.OutputLimit)
-	var readers sync.WaitGroup
-	readers.Go(func() { c.read(0, rOut) })
-	readers.Go(func() { c.read(1, rErr) })
-	done := make(chan struct{})
+	r.pid = l.cmd.Process.Pid
+	r.readers.Go(func() { r.c.read(0, rOut) })
+	r.readers.Go(func() { r.c.read(1, rErr) })
 	go func() {
-		_ = cmd.Wait()
-		close(done)
+		_ = l.cmd.Wait()
+		close(r.done)
 	}()
+	return r, nil
+}
 
+// wait supervises r until it ends, stopping its tree when timeout passes,
+// ctx is done (cancelled, with context.Cause as the reason) or its output
+// passes the budget.
+func (t *Tool) wait(ctx context.Context, r *running, timeout time.Duration) outcome {
+	var o outcome
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	pid := cmd.Process.Pid
 	select {
-	case <-done:
-	case <-c.over:
-		t.stop(pid, done)
+	case <-r.done:
+	case <-r.c.over:
+		t.stop(r.pid, r.done)
 	case <-runCtx.Done():
-		t.stop(pid, done)
+		t.stop(r.pid, r.done)
 		switch {
 		case ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 			o.cancelled, o.cause = true, context.Cause(ctx)
@@ -123,20 +151,33 @@ func (t *Tool) supervise(ctx context.Context, cmd *exec.Cmd, start func() error,
 			o.timedOut = true
 		}
 	}
-	o.wall = time.Since(begin)
+	o.wall = time.Since(r.begin)
 	// Everything below the process is gone by now (tier B's init and tier
 	// C's pid namespace kill the rest); a stray writer cannot hold us.
 	deadline := time.Now().Add(t.cfg.KillGrace + time.Second)
-	_ = rOut.SetReadDeadline(deadline)
-	_ = rErr.SetReadDeadline(deadline)
-	readers.Wait()
+	_ = r.rOut.SetReadDeadline(deadline)
+	_ = r.rErr.SetReadDeadline(deadline)
+	r.readers.Wait()
+	r.rOut.Close()
+	r.rErr.Close()
+	c := r.c
 	c.mu.Lock()
 	o.stdout, o.stderr = c.out[0], c.out[1]
 	o.stdoutTrunc, o.stderrTrn = c.trunc[0], c.trunc[1]
 	o.overflow = c.passed
 	c.mu.Unlock()
-	o.state = cmd.ProcessState
-	return o, nil
+	o.state = r.l.cmd.ProcessState
+	return o
+}
+
+// foreground runs l to its end within timeout.
+func (t *Tool) foreground(ctx context.Context, l *launch, timeout time.Duration) executor.Result {
+	r, err := t.begin(ctx, l)
+	if err != nil {
+		l.abort()
+		return withEnf(t.startFailure(ctx, err), l.enf)
+	}
+	return l.result(t.wait(ctx, r, timeout))
 }
 
 // stop ends the tree rooted at pid: SIGTERM to its process group, then

@@ -2,7 +2,6 @@ package processrun
 
 import (
 	"bytes"
-	"context"
 	"os"
 
 	"github.com/execledger/execledger/executor"
@@ -10,8 +9,9 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 )
 
-// runB runs plan under the tier B init.
-func (t *Tool) runB(ctx context.Context, plan *procinput.Plan, path string) executor.Result {
+// prepareB prepares plan under the tier B init. A nil launch comes with
+// the failure Result.
+func (t *Tool) prepareB(plan *procinput.Plan, path string) (*launch, executor.Result) {
 	spec := procinit.Spec{Path: path, Args: plan.Args, Env: plan.Env, Dir: plan.Dir, Limits: t.cfg.Limits, Seccomp: true}
 	if os.Geteuid() == 0 {
 		spec.UID, spec.GID = t.cfg.UID, t.cfg.GID
@@ -19,39 +19,38 @@ func (t *Tool) runB(ctx context.Context, plan *procinput.Plan, path string) exec
 	enf := t.enforcementB(spec)
 	cmd, err := procinit.Command(t.cfg.Self, spec)
 	if err != nil {
-		return withEnf(failure(KindSpawnFailed, err.Error()), enf)
+		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
 	}
 	readUsage, err := procinit.WithUsage(cmd)
 	if err != nil {
 		cmd.ExtraFiles[0].Close()
-		return withEnf(failure(KindSpawnFailed, err.Error()), enf)
+		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
 	}
-	start := func() error {
+	l := &launch{cmd: cmd, enf: enf}
+	l.start = func() error {
 		err := cmd.Start()
-		for _, f := range cmd.ExtraFiles[:1] {
-			f.Close()
-		}
+		cmd.ExtraFiles[0].Close()
 		return err
 	}
-	o, err := t.supervise(ctx, cmd, start, plan.Timeout)
-	usage, uerr := readUsage()
-	if err != nil {
-		return withEnf(t.startFailure(ctx, err), enf)
+	l.abort = func() { _, _ = readUsage() }
+	l.result = func(o outcome) executor.Result {
+		usage, uerr := readUsage()
+		code, sig := exitOf(o.state)
+		res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
+		if uerr == nil {
+			code, sig = usage.ExitCode, usage.Signal
+			res.Resources["cpu_user_ms"] = usage.CPUUserMS
+			res.Resources["cpu_sys_ms"] = usage.CPUSysMS
+			res.Resources["max_rss_kb"] = usage.MaxRSSKB
+			res.Resources["descendants_killed"] = int64(usage.DescendantsKilled)
+		} else {
+			addRusage(res.Resources, o.state)
+		}
+		spawnFailed := uerr == nil && code >= procinit.ExitInitFailed && code <= procinit.ExitNotFound && sig == 0 &&
+			bytes.HasPrefix(o.stderr, []byte("sandbox init: "))
+		return t.finish(res, o, code, sig, spawnFailed)
 	}
-	code, sig := exitOf(o.state)
-	res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
-	if uerr == nil {
-		code, sig = usage.ExitCode, usage.Signal
-		res.Resources["cpu_user_ms"] = usage.CPUUserMS
-		res.Resources["cpu_sys_ms"] = usage.CPUSysMS
-		res.Resources["max_rss_kb"] = usage.MaxRSSKB
-		res.Resources["descendants_killed"] = int64(usage.DescendantsKilled)
-	} else {
-		addRusage(res.Resources, o.state)
-	}
-	spawnFailed := uerr == nil && code >= procinit.ExitInitFailed && code <= procinit.ExitNotFound && sig == 0 &&
-		bytes.HasPrefix(o.stderr, []byte("sandbox init: "))
-	return t.finish(res, o, code, sig, spawnFailed)
+	return l, executor.Result{}
 }
 
 // enforcementB records tier B's limits and isolation.

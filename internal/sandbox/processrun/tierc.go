@@ -11,10 +11,11 @@ import (
 	"github.com/execledger/execledger/internal/seccomp"
 )
 
-// runC runs plan under bubblewrap.
-func (t *Tool) runC(ctx context.Context, plan *procinput.Plan, path string) executor.Result {
+// prepareC prepares plan under bubblewrap. A nil launch comes with the
+// failure Result.
+func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) (*launch, executor.Result) {
 	if plan.Dir != plan.Root {
-		return failure(procinput.KindInvalidInput, "tier C starts every process in the workspace root; a cwd below it is not supported yet")
+		return nil, failure(procinput.KindInvalidInput, "tier C starts every process in the workspace root; a cwd below it is not supported yet")
 	}
 	// Tier C never shares the host network: the host's loopback services
 	// (PostgreSQL included) would be reachable. Until egress goes through the
@@ -22,7 +23,7 @@ func (t *Tool) runC(ctx context.Context, plan *procinput.Plan, path string) exec
 	network := false
 	filter, err := seccomp.Build(seccomp.Options{AllowInet: network})
 	if err != nil {
-		return failure(KindSpawnFailed, err.Error())
+		return nil, failure(KindSpawnFailed, err.Error())
 	}
 	env := make([]string, 0, len(plan.Env))
 	for _, kv := range plan.Env {
@@ -39,19 +40,19 @@ func (t *Tool) runC(ctx context.Context, plan *procinput.Plan, path string) exec
 	// Never cancelled: supervise stops the tree itself, TERM before KILL.
 	cmd, err := bp.Command(context.WithoutCancel(ctx))
 	if err != nil {
-		return withEnf(failure(KindSpawnFailed, err.Error()), enf)
+		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
 	}
-	o, err := t.supervise(ctx, cmd, func() error { return bwrap.Start(cmd) }, plan.Timeout)
-	if err != nil {
-		closeFiles(cmd.ExtraFiles)
-		return withEnf(t.startFailure(ctx, err), enf)
+	l := &launch{cmd: cmd, enf: enf, start: func() error { return bwrap.Start(cmd) },
+		abort: func() { closeFiles(cmd.ExtraFiles) }}
+	l.result = func(o outcome) executor.Result {
+		res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
+		addRusage(res.Resources, o.state)
+		code, sig := exitOf(o.state)
+		// bwrap reports its own failures (a mount, the exec) on stderr, exit 1.
+		spawnFailed := code == 1 && bytes.HasPrefix(o.stderr, []byte("bwrap: "))
+		return t.finish(res, o, code, sig, spawnFailed)
 	}
-	res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
-	addRusage(res.Resources, o.state)
-	code, sig := exitOf(o.state)
-	// bwrap reports its own failures (a mount, the exec) on stderr, exit 1.
-	spawnFailed := code == 1 && bytes.HasPrefix(o.stderr, []byte("bwrap: "))
-	return t.finish(res, o, code, sig, spawnFailed)
+	return l, executor.Result{}
 }
 
 // enforcementC records tier C's isolation: bwrap's record, plus ours.
