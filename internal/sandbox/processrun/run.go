@@ -81,6 +81,11 @@ type launch struct {
 	abort func()
 	// result classifies the ended process.
 	result func(o outcome) executor.Result
+	// record receives the events the sandbox observes while the process
+	// runs (egress.connection, ...), in order, from any goroutine. The
+	// caller sets it before begin: foreground calls put them in the
+	// Result, background processes append them to their own stream.
+	record func(executor.Event)
 }
 
 // running is a started process whose output is being captured.
@@ -170,14 +175,26 @@ func (t *Tool) wait(ctx context.Context, r *running, timeout time.Duration) outc
 	return o
 }
 
-// foreground runs l to its end within timeout.
+// foreground runs l to its end within timeout; the events it records
+// come back in the Result.
 func (t *Tool) foreground(ctx context.Context, l *launch, timeout time.Duration) executor.Result {
+	var mu sync.Mutex
+	var events []executor.Event
+	l.record = func(ev executor.Event) {
+		mu.Lock()
+		events = append(events, ev)
+		mu.Unlock()
+	}
 	r, err := t.begin(ctx, l)
 	if err != nil {
 		l.abort()
 		return withEnf(t.startFailure(ctx, err), l.enf)
 	}
-	return l.result(t.wait(ctx, r, timeout))
+	res := l.result(t.wait(ctx, r, timeout))
+	mu.Lock()
+	res.Events = append(events, res.Events...)
+	mu.Unlock()
+	return res
 }
 
 // stop ends the tree rooted at pid: SIGTERM to its process group, then
