@@ -290,6 +290,47 @@ END $$;
 
 
 --
+-- Name: end_run(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.end_run(run_id text, reason text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+#variable_conflict use_column
+DECLARE
+    v_principal text := ledger.current_principal();
+    v_version   bigint;
+BEGIN
+    IF v_principal IS NULL THEN
+        RAISE EXCEPTION 'ledger.end_run: login role "%" is not mapped to a principal', session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF run_id IS NULL OR run_id !~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$' THEN
+        RAISE EXCEPTION 'ledger.end_run: run_id must be 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF reason IS NOT NULL AND length(reason) > 1000 THEN
+        RAISE EXCEPTION 'ledger.end_run: reason is longer than 1000 characters'
+            USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    INSERT INTO ledger.runs AS r (principal, run_id, version, ended_at)
+    VALUES (v_principal, end_run.run_id, 1, clock_timestamp())
+    ON CONFLICT (principal, run_id) DO UPDATE SET ended_at = clock_timestamp(), version = r.version + 1
+        WHERE r.ended_at IS NULL
+    RETURNING r.version INTO v_version;
+    IF v_version IS NULL THEN
+        RETURN false;
+    END IF;
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('run:' || v_principal || '/' || end_run.run_id, v_version, 'run.ended',
+            json_build_object('principal', v_principal, 'run_id', end_run.run_id, 'reason', end_run.reason),
+            json_build_object('actor', v_principal, 'login_role', session_user));
+    RETURN true;
+END $_$;
+
+
+--
 -- Name: event_hash(text, bigint, text, json, json, timestamp with time zone); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -595,6 +636,43 @@ COMMENT ON TABLE ledger.principals IS 'Maps a login role (session_user) to the p
 
 
 --
+-- Name: processes; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.processes (
+    handle uuid NOT NULL,
+    principal text NOT NULL,
+    run_id text NOT NULL,
+    request_id uuid NOT NULL,
+    mode text NOT NULL,
+    tier text NOT NULL,
+    command text NOT NULL,
+    owner text NOT NULL,
+    pid integer NOT NULL,
+    pid_start bigint NOT NULL,
+    state text DEFAULT 'running'::text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    stop_requested_at timestamp with time zone,
+    ended_at timestamp with time zone,
+    end_reason text,
+    exit_code integer,
+    signal integer,
+    result jsonb,
+    CONSTRAINT processes_ended_check CHECK (((state = 'running'::text) = (ended_at IS NULL))),
+    CONSTRAINT processes_mode_check CHECK ((mode = ANY (ARRAY['run_owned'::text, 'detached'::text]))),
+    CONSTRAINT processes_state_check CHECK ((state = ANY (ARRAY['running'::text, 'ended'::text, 'lost'::text])))
+);
+
+
+--
+-- Name: TABLE processes; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.processes IS 'Background processes of process.run; derived from the process:<handle> streams.';
+
+
+--
 -- Name: queue; Type: TABLE; Schema: ledger; Owner: -
 --
 
@@ -713,6 +791,7 @@ CREATE TABLE ledger.runs (
     used integer DEFAULT 0 NOT NULL,
     version bigint DEFAULT 0 NOT NULL,
     created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    ended_at timestamp with time zone,
     CONSTRAINT runs_max_calls_check CHECK (((max_calls IS NULL) OR ((max_calls >= 0) AND (max_calls <= 1000000)))),
     CONSTRAINT runs_used_check CHECK ((used >= 0))
 )
@@ -749,6 +828,14 @@ ALTER TABLE ONLY ledger.events
 
 ALTER TABLE ONLY ledger.principals
     ADD CONSTRAINT principals_pkey PRIMARY KEY (login_role);
+
+
+--
+-- Name: processes processes_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.processes
+    ADD CONSTRAINT processes_pkey PRIMARY KEY (handle);
 
 
 --
@@ -795,6 +882,20 @@ CREATE UNIQUE INDEX events_delivery_idx ON ledger.events USING btree (tx_id, "po
 --
 
 CREATE INDEX principals_principal_idx ON ledger.principals USING btree (principal);
+
+
+--
+-- Name: processes_run_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX processes_run_idx ON ledger.processes USING btree (principal, run_id);
+
+
+--
+-- Name: processes_running_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX processes_running_idx ON ledger.processes USING btree (owner) WHERE (state = 'running'::text);
 
 
 --
@@ -959,6 +1060,15 @@ GRANT ALL ON FUNCTION ledger.deny_approval(request_id uuid, note text) TO ledger
 
 
 --
+-- Name: FUNCTION end_run(run_id text, reason text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.end_run(run_id text, reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.end_run(run_id text, reason text) TO ledger_submitter;
+GRANT ALL ON FUNCTION ledger.end_run(run_id text, reason text) TO ledger_admin;
+
+
+--
 -- Name: TABLE events; Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -1016,6 +1126,15 @@ REVOKE ALL ON FUNCTION ledger.uuid_v7() FROM PUBLIC;
 GRANT SELECT ON TABLE ledger.principals TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.principals TO ledger_executor;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE ledger.principals TO ledger_admin;
+
+
+--
+-- Name: TABLE processes; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE ledger.processes TO ledger_executor;
+GRANT SELECT ON TABLE ledger.processes TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.processes TO ledger_admin;
 
 
 --

@@ -58,6 +58,7 @@ type runKey struct{ principal, runID string }
 
 type budget struct {
 	max, used int
+	ended     bool // ledger.end_run was called
 	charged   map[string]bool
 }
 
@@ -100,7 +101,7 @@ func (e *Executor) lockBudgets(ctx context.Context, tx pgx.Tx, jobs []*job) (map
 	for rows.Next() {
 		var k runKey
 		var b budget
-		if err := rows.Scan(&k.principal, &k.runID, &b.max, &b.used); err != nil {
+		if err := rows.Scan(&k.principal, &k.runID, &b.max, &b.used, &b.ended); err != nil {
 			return nil, err
 		}
 		out[k] = &b
@@ -122,6 +123,10 @@ func (e *Executor) authorize(j *job, budgets map[runKey]*budget) gate {
 	var b *budget
 	if j.runID != "" {
 		b = budgets[runKey{j.principal, j.runID}]
+		if b != nil && b.ended && !j.charged() {
+			return deny("run", string(ledger.KindPolicyDenied), "run.ended",
+				fmt.Sprintf("run %s has ended (ledger.end_run); it takes no more calls", j.runID))
+		}
 		if b != nil && b.used >= b.max && !j.charged() {
 			return deny("budget", string(ledger.KindBudgetExhausted), "budget.exhausted",
 				fmt.Sprintf("budget exhausted for run %s: %d of %d calls used", j.runID, b.used, b.max))

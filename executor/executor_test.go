@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/policy"
@@ -316,6 +317,42 @@ func TestBudgetIsDurableAndDenialsDoNotSpendIt(t *testing.T) {
 	}
 }
 
+func TestEndedRunTakesNoMoreCalls(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	if r := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "a"}, RunID: "r-end"})); r.State != ledger.StateSucceeded {
+		t.Fatal(r)
+	}
+	var ended bool
+	if err := e.aliceSQL.Pool.QueryRow(ctx, "SELECT ledger.end_run('r-end', 'done')").Scan(&ended); err != nil || !ended {
+		t.Fatalf("end_run = %v, %v", ended, err)
+	}
+	// A second end appends nothing and says so.
+	if err := e.aliceSQL.Pool.QueryRow(ctx, "SELECT ledger.end_run('r-end')").Scan(&ended); err != nil || ended {
+		t.Fatalf("second end_run = %v, %v", ended, err)
+	}
+	r := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "b"}, RunID: "r-end"}))
+	if r.State != ledger.StateDenied || r.ErrorKind == nil || *r.ErrorKind != ledger.KindPolicyDenied || r.Error == nil || !strings.Contains(*r.Error, "has ended") {
+		t.Fatalf("call after end: %+v", r)
+	}
+	// Runs are per principal: carol's run of the same name goes on.
+	if r := await(t, e.carol, submit(t, e.carol, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "c"}, RunID: "r-end"})); r.State != ledger.StateSucceeded {
+		t.Fatalf("carol: %+v", r)
+	}
+	var types []string
+	if err := e.db.Pool.QueryRow(ctx, "SELECT array_agg(type ORDER BY version) FROM ledger.events WHERE stream = 'run:alice/r-end'").Scan(&types); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(types) != "[run.ended]" {
+		t.Fatalf("run stream = %v", types)
+	}
+	// Bad input is refused with a stable SQLSTATE.
+	if _, err := e.aliceSQL.Pool.Exec(ctx, "SELECT ledger.end_run('../x')"); !isSQLState(err, "22023") {
+		t.Fatalf("bad run id: %v", err)
+	}
+}
+
 func TestDefaultBudgetIsFour(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
@@ -614,3 +651,9 @@ func TestAPanickingToolFailsItsRequestOnly(t *testing.T) {
 }
 
 var _ = errors.New
+
+// isSQLState reports whether err is a PostgreSQL error with code.
+func isSQLState(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}

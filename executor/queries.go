@@ -13,7 +13,7 @@ FROM ledger.claim_requests($1, $2, $3::interval)`
 	queryCreateBudgets = `INSERT INTO ledger.runs (principal, run_id)
 SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (principal, run_id) DO NOTHING`
 
-	queryLockBudgets = `SELECT r.principal, r.run_id, coalesce(r.max_calls, $3), r.used
+	queryLockBudgets = `SELECT r.principal, r.run_id, coalesce(r.max_calls, $3), r.used, r.ended_at IS NOT NULL
 FROM ledger.runs r JOIN unnest($1::text[], $2::text[]) AS k(principal, run_id) USING (principal, run_id)
 ORDER BY r.principal, r.run_id
 FOR UPDATE OF r`
