@@ -72,6 +72,8 @@ type Config struct {
 	// UID and GID run the program; 0 means 65534. In tier B they apply
 	// only when the daemon runs as root.
 	UID, GID uint32
+	// Background enables background processes; see BackgroundConfig.
+	Background BackgroundConfig
 	// Redactor redacts stored output; nil means redact.New with defaults.
 	// Register run secrets with its AddSecret.
 	Redactor *redact.Redactor
@@ -79,6 +81,7 @@ type Config struct {
 
 // Tool is the process.run tool. It is safe for concurrent use.
 type Tool struct {
+	bg     *background // nil: background processes refused
 	cfg    Config
 	filter *seccomp.Filter // tier B's filter, for the enforcement record
 	red    *redact.Redactor
@@ -137,7 +140,23 @@ func New(cfg Config) (*Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("processrun: seccomp: %w", err)
 	}
-	return &Tool{cfg: cfg, filter: f, red: cfg.Redactor}, nil
+	t := &Tool{cfg: cfg, filter: f, red: cfg.Redactor}
+	if cfg.Background.Pool != nil {
+		if t.bg, err = newBackground(t, cfg.Background); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Close stops the background processes this tool supervises and waits,
+// until ctx ends, for their ends to be recorded. Calls after Close may not
+// start background processes.
+func (t *Tool) Close(ctx context.Context) error {
+	if t.bg == nil {
+		return nil
+	}
+	return t.bg.close(ctx)
 }
 
 // Name is "process.run".
@@ -192,8 +211,8 @@ func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
 	if err != nil {
 		return refusal(err)
 	}
-	if in.Background != nil {
-		return failure(procinput.KindCapabilityDenied, "background processes are not supported by this executor yet; run in the foreground")
+	if in.Background != nil && t.bg == nil {
+		return failure(procinput.KindCapabilityDenied, "background processes are not enabled on this executor (they need its ledger connection); run in the foreground")
 	}
 	ws, err := t.workspace(call)
 	if err != nil {
@@ -234,6 +253,9 @@ func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
 	}
 	if l == nil {
 		return fail
+	}
+	if plan.Background != "" {
+		return t.bg.start(ctx, call, plan, l)
 	}
 	return t.foreground(ctx, l, plan.Timeout)
 }
