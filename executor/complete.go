@@ -2,11 +2,14 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/execledger/execledger/ledger"
 )
@@ -43,6 +46,13 @@ func (e *Executor) completeWithRetry(ctx context.Context, batch []outcome) {
 	for attempt := 1; ; attempt++ {
 		err := e.complete(ctx, batch)
 		if err == nil {
+			break
+		}
+		if isDataError(err) {
+			// Something in one outcome cannot be stored: write the others,
+			// and the culprit as a runtime_failure, one at a time.
+			e.logger.Error("complete: an outcome cannot be stored; writing the batch one by one", slog.Any("error", err))
+			e.completeEach(ctx, batch)
 			break
 		}
 		if attempt == 8 || ctx.Err() != nil {
@@ -164,4 +174,30 @@ func stateOf(res Result) string {
 		return "cancelled"
 	}
 	return "failed"
+}
+
+// isDataError reports whether err is PostgreSQL refusing a value (SQLSTATE
+// class 22, data exception), which no retry fixes.
+func isDataError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22")
+}
+
+// completeEach writes a batch one outcome per transaction. An outcome the
+// database refuses is replaced by a runtime_failure, so that its request
+// still ends and is attested.
+func (e *Executor) completeEach(ctx context.Context, batch []outcome) {
+	for _, o := range batch {
+		err := e.complete(ctx, []outcome{o})
+		if err != nil && isDataError(err) {
+			e.logger.Error("complete: outcome refused by the database; recording a runtime_failure",
+				slog.String("request_id", o.job.id.String()), slog.Any("error", err))
+			o.result = failure("runtime_failure", o.job.tool+": its result could not be stored ("+err.Error()+")")
+			err = e.complete(ctx, []outcome{o})
+		}
+		if err != nil {
+			e.logger.Error("complete: giving up on one outcome; its lease will expire",
+				slog.String("request_id", o.job.id.String()), slog.Any("error", err))
+		}
+	}
 }

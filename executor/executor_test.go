@@ -657,3 +657,96 @@ func isSQLState(err error, code string) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == code
 }
+
+// rawTool returns whatever its input's "result" says, to test what the
+// executor does with awkward results.
+type rawTool struct{}
+
+func (rawTool) Name() string                   { return "test.raw" }
+func (rawTool) Executor() string               { return "builtin" }
+func (rawTool) Tier() string                   { return "builtin" }
+func (rawTool) SafeToRepeat() bool             { return true }
+func (rawTool) Validate(json.RawMessage) error { return nil }
+func (rawTool) Run(ctx context.Context, c Call) Result {
+	var in struct {
+		Output json.RawMessage `json:"output"`
+		Error  string          `json:"error"`
+		Events []Event         `json:"events"`
+		NUL    bool            `json:"nul"` // jsonb input cannot carry a NUL: make one
+		// A lone surrogate escape passes json.Valid but not jsonb: only the
+		// database refuses it.
+		Surrogate bool `json:"surrogate"`
+	}
+	_ = json.Unmarshal(c.Input, &in)
+	r := Result{Output: in.Output, Events: in.Events}
+	if in.NUL && in.Error == "" {
+		r.Output = json.RawMessage(`{"s":"a\u0000b"}`)
+	}
+	if in.Surrogate {
+		r.Output = json.RawMessage(`{"s":"\ud800"}`)
+	}
+	in.Error = strings.ReplaceAll(in.Error, "@", "\x00")
+	if in.Error != "" {
+		r.ErrorKind, r.Error = "runtime_failure", in.Error
+	}
+	return r
+}
+
+func TestResultsTheLedgerCannotStoreStillEnd(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, rawTool{})
+	cases := []struct {
+		name  string
+		input map[string]any
+		state ledger.State
+		check func(*ledger.Request) bool
+	}{
+		{"NUL in output", map[string]any{"nul": true}, ledger.StateFailed,
+			func(r *ledger.Request) bool { return strings.Contains(*r.Error, "NUL") }},
+		{"refused by the database", map[string]any{"surrogate": true}, ledger.StateFailed,
+			func(r *ledger.Request) bool { return strings.Contains(*r.Error, "could not be stored") }},
+		{"escaped backslash is not NUL", map[string]any{"output": json.RawMessage(`{"s":"a\\u0000b"}`)}, ledger.StateSucceeded,
+			func(r *ledger.Request) bool { return strings.Contains(string(r.Output), `\\u0000`) }},
+		{"NUL in error", map[string]any{"error": "bad@thing"}, ledger.StateFailed,
+			func(r *ledger.Request) bool { return *r.Error == "bad\uFFFDthing" }},
+		{"tool events", map[string]any{"output": json.RawMessage(`{}`), "events": []map[string]any{{"Type": "egress.connection", "Payload": map[string]any{"host": "a"}}}},
+			ledger.StateSucceeded, func(r *ledger.Request) bool { return true }},
+		{"reserved event", map[string]any{"output": json.RawMessage(`{}`), "events": []map[string]any{{"Type": "execution.finished", "Payload": map[string]any{}}}},
+			ledger.StateFailed, func(r *ledger.Request) bool { return strings.Contains(*r.Error, "may not be recorded") }},
+	}
+	ids := make([]uuid.UUID, len(cases))
+	for i, tc := range cases {
+		ids[i] = submit(t, e.alice, ledger.SubmitParams{Tool: "test.raw", Input: tc.input})
+	}
+	for i, tc := range cases {
+		r := await(t, e.alice, ids[i])
+		if r.State != tc.state || !tc.check(r) {
+			t.Errorf("%s: %+v (error %v, output %s)", tc.name, r, deref(r.Error), r.Output)
+		}
+	}
+	var types []string
+	if err := e.db.Pool.QueryRow(context.Background(), "SELECT array_agg(type ORDER BY version) FROM ledger.events WHERE stream = $1",
+		"request:"+ids[4].String()).Scan(&types); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(types, " "); !strings.Contains(got, "egress.connection execution.finished attestation.signed") {
+		t.Fatalf("tool events: %s", got)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func TestHasNULEscape(t *testing.T) {
+	for in, want := range map[string]bool{
+		`"a\u0000"`: true, `"\\u0000"`: false, `"\\\u0000"`: true, `"u0000"`: false, `"\u00000"`: true, `"\u0001"`: false, `"\`: false,
+	} {
+		if got := hasNULEscape([]byte(in)); got != want {
+			t.Errorf("hasNULEscape(%s) = %v", in, got)
+		}
+	}
+}

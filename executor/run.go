@@ -53,6 +53,11 @@ func (e *Executor) execute(j *job) (res Result) {
 		res = failure("runtime_failure", j.tool+": produced output that is not JSON")
 		res.Events = events
 	}
+	if hasNULEscape(res.Output) {
+		res = failure("runtime_failure", j.tool+": produced output with a NUL character (\\u0000), which the ledger cannot store")
+		res.Events = events
+	}
+	res.Error = storableText(res.Error)
 	if err := checkToolEvents(res.Events); err != nil {
 		e.logger.Error("tool recorded a bad event", slog.String("tool", j.tool), slog.String("request_id", j.id.String()), slog.Any("error", err))
 		res = failure("runtime_failure", fmt.Sprintf("%s: internal error (%v)", j.tool, err))
@@ -107,4 +112,24 @@ func validEventType(t string) bool {
 		}
 	}
 	return true
+}
+
+// hasNULEscape reports whether JSON text holds a \u0000 escape, which
+// PostgreSQL's jsonb refuses.
+func hasNULEscape(b []byte) bool {
+	for i := 0; i+5 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] == 'u' && string(b[i+2:i+6]) == "0000" {
+			return true
+		}
+		i++ // skip the escaped character, so that \\u0000 is not taken for one
+	}
+	return false
+}
+
+// storableText makes s fit a text column: valid UTF-8, no NUL.
+func storableText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }

@@ -299,7 +299,7 @@ func TestBinaryOutputStoredAsValidJSON(t *testing.T) {
 			t.Fatalf("%s: %s", res.ErrorKind, res.Error)
 		}
 		o := decode(t, res)
-		if want := "a\uFFFDb\x00c\x01\x1b[31m\"<>&\\"; o.Stdout != want || !o.StdoutLossy {
+		if want := "a\uFFFDb\uFFFDc\x01\x1b[31m\"<>&\\"; o.Stdout != want || !o.StdoutLossy {
 			t.Errorf("stdout %q lossy %v, want %q", o.Stdout, o.StdoutLossy, want)
 		}
 		if bytes.ContainsAny(res.Output, "\x00\x01\x1b") {

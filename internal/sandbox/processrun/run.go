@@ -200,7 +200,13 @@ func (t *Tool) foreground(ctx context.Context, l *launch, timeout time.Duration)
 // stop ends the tree rooted at pid: SIGTERM to its process group, then
 // after KillGrace SIGKILL to every descendant and the group.
 func (t *Tool) stop(pid int, done <-chan struct{}) {
+	// TERM goes to the group and to every descendant: bubblewrap does not
+	// pass signals on to the sandbox, and a program that left the group
+	// (setsid) deserves the same grace as the rest.
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	for _, d := range descendants(pid) {
+		_ = syscall.Kill(d, syscall.SIGTERM)
+	}
 	timer := time.NewTimer(t.cfg.KillGrace)
 	defer timer.Stop()
 	select {
@@ -283,8 +289,9 @@ type runOutput struct {
 // text makes captured bytes storable: valid UTF-8 (U+FFFD for bad bytes),
 // redacted. JSON encoding escapes the control characters.
 func (t *Tool) text(b []byte) (string, bool) {
-	lossy := !utf8.Valid(b)
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	// PostgreSQL's jsonb and text cannot hold NUL: it becomes U+FFFD too.
+	lossy := !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0
+	s := strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "\uFFFD")
 	return t.red.String(s), lossy
 }
 
