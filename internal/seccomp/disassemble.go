@@ -11,8 +11,8 @@ import (
 // an argument is compared with and the action a return value means.
 func (f *Filter) Disassemble() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "; seccomp filter for %s (%s), AllowInet=%t, %d instructions\n",
-		f.arch.goarch, f.arch.auditName, f.opts.AllowInet, len(f.insns))
+	fmt.Fprintf(&b, "; seccomp filter for %s (%s), AllowInet=%t, DenyUnixSocket=%t, %d instructions\n",
+		f.arch.goarch, f.arch.auditName, f.opts.AllowInet, f.opts.DenyUnixSocket, len(f.insns))
 	loaded, syscall := "", ""
 	blocks := make(map[int]string) // first instruction of a syscall's argument checks
 	for pc, in := range f.insns {

@@ -30,7 +30,9 @@
 //   - personality fails with EPERM unless the persona is 0 (PER_LINUX) or
 //     0xffffffff (the query).
 //   - socket and socketpair fail with EPERM unless the family is AF_UNIX,
-//     or AF_INET/AF_INET6 when Options.AllowInet is set. AF_NETLINK is
+//     or AF_INET/AF_INET6 when Options.AllowInet is set; with
+//     Options.DenyUnixSocket socket refuses AF_UNIX too (socketpair keeps
+//     it). AF_NETLINK is
 //     denied either way; glibc's getaddrinfo copes by assuming both IPv4
 //     and IPv6 are configured.
 //

@@ -10,6 +10,12 @@ import (
 type Options struct {
 	// AllowInet allows AF_INET and AF_INET6 sockets besides AF_UNIX.
 	AllowInet bool
+	// DenyUnixSocket refuses socket(AF_UNIX): a process that shares the
+	// host's filesystem and network namespace (tier B) could otherwise
+	// connect to the host's Unix sockets — PostgreSQL's included — and to
+	// abstract ones. socketpair(AF_UNIX) stays allowed: a connected pair
+	// reaches nothing outside the process tree.
+	DenyUnixSocket bool
 }
 
 // Filter is a compiled seccomp-BPF program for one architecture. It is

@@ -99,8 +99,8 @@ func (h *harness) expect(want uint32, name string, args ...uint64) {
 // forArches runs fn for each supported architecture and both options.
 func forArches(t *testing.T, fn func(t *testing.T, h *harness, opts Options)) {
 	for _, goarch := range []string{"amd64", "arm64"} {
-		for _, opts := range []Options{{}, {AllowInet: true}} {
-			t.Run(fmt.Sprintf("%s/inet=%t", goarch, opts.AllowInet), func(t *testing.T) {
+		for _, opts := range []Options{{}, {AllowInet: true}, {DenyUnixSocket: true}, {AllowInet: true, DenyUnixSocket: true}} {
+			t.Run(fmt.Sprintf("%s/inet=%t/nounix=%t", goarch, opts.AllowInet, opts.DenyUnixSocket), func(t *testing.T) {
 				fn(t, newHarness(t, goarch, opts), opts)
 			})
 		}
@@ -236,7 +236,11 @@ func TestSocketFamilies(t *testing.T) {
 			inet = wantAllow
 		}
 		for _, call := range []string{"socket", "socketpair"} {
-			h.expect(wantAllow, call, afUnix, 1, 0)
+			unix := uint32(wantAllow)
+			if opts.DenyUnixSocket && call == "socket" {
+				unix = wantEPERM
+			}
+			h.expect(unix, call, afUnix, 1, 0)
 			h.expect(inet, call, afInet, 1, 0)
 			h.expect(inet, call, afInet6, 2, 0)
 			h.expect(wantEPERM, call, afNetlink, 3, 0)

@@ -34,8 +34,8 @@ func runChild(mode string) int {
 	runtime.LockOSThread()
 	other := startThreadProbe()
 	foreign := foreignInstall()
-	if mode == "filtered" {
-		f, err := Build(Options{})
+	if mode == "filtered" || mode == "filtered-nounix" {
+		f, err := Build(Options{DenyUnixSocket: mode == "filtered-nounix"})
 		if err == nil {
 			err = f.Install()
 		}
@@ -51,7 +51,7 @@ func runChild(mode string) int {
 		"foreign_install": foreign,
 	}
 	for _, p := range probes() {
-		if mode == "filtered" || p.control {
+		if mode != "control" || p.control {
 			report[p.name] = p.run()
 		}
 	}
@@ -156,6 +156,7 @@ func TestFilterInKernel(t *testing.T) {
 		"ioctl_tioclinux_badfd":      "EBADF",
 		"ioctl_tcgets_badfd":         "EBADF",
 		"socket_unix":                "ok",
+		"socketpair_unix":            "ok",
 		"personality_query":          "ok",
 		"work_file":                  "ok",
 		"work_exec":                  "ok",
@@ -184,6 +185,7 @@ func TestFilterInKernel(t *testing.T) {
 		"socket_inet6":               "EPERM",
 		"socket_netlink":             "EPERM",
 		"socket_unix":                "ok",
+		"socketpair_unix":            "ok",
 		"personality_query":          "ok",
 		"work_file":                  "ok",
 		"work_exec":                  "ok",
@@ -204,6 +206,9 @@ func TestFilterInKernel(t *testing.T) {
 		}
 	}
 	expectReport(t, "filtered", runProbeChild(t, "filtered"), want)
+	// DenyUnixSocket: no Unix socket can be created, a connected pair can.
+	want["socket_unix"] = "EPERM"
+	expectReport(t, "filtered-nounix", runProbeChild(t, "filtered-nounix"), want)
 }
 
 // expectReport compares a child's report with want, key by key.

@@ -84,6 +84,14 @@ func probes() []probe {
 		{"socket_inet6", false, func() string { return socketProbe(unix.AF_INET6) }},
 		{"socket_netlink", false, func() string { return socketProbe(unix.AF_NETLINK) }},
 		{"socket_unix", true, func() string { return socketProbe(unix.AF_UNIX) }},
+		{"socketpair_unix", true, func() string {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err == nil {
+				unix.Close(fds[0])
+				unix.Close(fds[1])
+			}
+			return result(err)
+		}},
 		{"personality_query", true, func() string { return sys(unix.SYS_PERSONALITY, 0xffffffff) }},
 		{"work_file", true, fileProbe},
 		{"work_exec", true, execProbe},

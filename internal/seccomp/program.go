@@ -28,7 +28,11 @@ func compile(t archTable, opts Options) ([]Instruction, error) {
 	a.jeq(t.syscalls["ioctl"], "ioctl", "")
 	a.jeq(t.syscalls["personality"], "personality", "")
 	a.jeq(t.syscalls["socket"], "socket", "")
-	a.jeq(t.syscalls["socketpair"], "socket", "")
+	if opts.DenyUnixSocket {
+		a.jeq(t.syscalls["socketpair"], "socketpair", "")
+	} else {
+		a.jeq(t.syscalls["socketpair"], "socket", "")
+	}
 	a.ret(retAllow)
 
 	a.label("clone")
@@ -55,7 +59,19 @@ func compile(t archTable, opts Options) ([]Instruction, error) {
 		a.jeq(afInet, lblAllow, "")
 		a.jeq(afInet6, lblAllow, "")
 	}
-	a.jeq(afUnix, lblAllow, lblEPERM)
+	if !opts.DenyUnixSocket {
+		a.jeq(afUnix, lblAllow, lblEPERM)
+	} else {
+		a.ret(retErrno | errnoEPERM)
+		// socketpair keeps AF_UNIX: a connected pair reaches nothing else.
+		a.label("socketpair")
+		a.load(argLow(0))
+		if opts.AllowInet {
+			a.jeq(afInet, lblAllow, "")
+			a.jeq(afInet6, lblAllow, "")
+		}
+		a.jeq(afUnix, lblAllow, lblEPERM)
+	}
 
 	a.label(lblAllow)
 	a.ret(retAllow)

@@ -82,13 +82,29 @@ func rules(t archTable, opts Options) []Rule {
 	if opts.AllowInet {
 		families = "AF_UNIX, AF_INET, AF_INET6"
 	}
+	socketFamilies := families
+	if opts.DenyUnixSocket {
+		socketFamilies = ""
+		if opts.AllowInet {
+			socketFamilies = "AF_INET, AF_INET6"
+		}
+	}
 	return append(r,
 		Rule{Syscall: "clone3", Action: ActionENOSYS},
 		Rule{Syscall: "clone", When: "flags & CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET}", Action: ActionEPERM},
 		Rule{Syscall: "unshare", When: "flags & CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME}", Action: ActionEPERM},
 		Rule{Syscall: "ioctl", When: "cmd in {TIOCSTI, TIOCLINUX}", Action: ActionEPERM},
 		Rule{Syscall: "personality", When: "persona not in {0, 0xffffffff}", Action: ActionEPERM},
-		Rule{Syscall: "socket", When: "family not in {" + families + "}", Action: ActionEPERM},
+		socketRule(socketFamilies),
 		Rule{Syscall: "socketpair", When: "family not in {" + families + "}", Action: ActionEPERM},
 	)
+}
+
+// socketRule is socket's rule: EPERM outside families, or always when
+// families is empty.
+func socketRule(families string) Rule {
+	if families == "" {
+		return Rule{Syscall: "socket", When: "any family (AF_UNIX too: DenyUnixSocket)", Action: ActionEPERM}
+	}
+	return Rule{Syscall: "socket", When: "family not in {" + families + "}", Action: ActionEPERM}
 }
