@@ -32,9 +32,8 @@
 //   - socket and socketpair fail with EPERM unless the family is AF_UNIX,
 //     or AF_INET/AF_INET6 when Options.AllowInet is set; with
 //     Options.DenyUnixSocket socket refuses AF_UNIX too (socketpair keeps
-//     it). AF_NETLINK is
-//     denied either way; glibc's getaddrinfo copes by assuming both IPv4
-//     and IPv6 are configured.
+//     it). AF_NETLINK is denied either way; glibc's getaddrinfo copes by
+//     assuming both IPv4 and IPv6 are configured.
 //
 // Rules lists the whole policy, conditions included, for an attestation's
 // enforcement record.
