@@ -35,6 +35,7 @@ bench: deps build
 	$(GO) run golang.org/x/perf/cmd/benchstat@latest -ignore /round bench.out
 	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system both --mode burndown --n 20000
 	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system both --mode continuous --duration 20s
+	$(GO) test -count=1 -run '^TestSpawnCost$$' -v ./internal/sandbox/processrun/ -spawn.rounds 9 -spawn.self "$$PWD/$(BIN)"
 
 ## chaos: the chaos scenarios at full size (kill -9 an executor mid-load, restart PostgreSQL
 ## under load, two executor processes); make test runs them small
