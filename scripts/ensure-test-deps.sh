@@ -7,7 +7,8 @@
 #     there, the Debian cluster is started (or created, then started);
 #   - docker-compose, to validate docker-compose.yml (there is no Docker
 #     engine here: the file is checked, not run);
-#   - bubblewrap, for the sandbox tests (tier C and the seccomp filter).
+#   - bubblewrap, for the sandbox tests (tier C and the seccomp filter);
+#   - curl, the client tier C's egress tests run inside the sandbox.
 # Idempotent; fast when all is in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,7 @@ apt_install() {
 command -v docker-compose >/dev/null 2>&1 || apt_install docker-compose
 command -v psql >/dev/null 2>&1 || apt_install postgresql-client
 command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap
+command -v curl >/dev/null 2>&1 || apt_install curl
 
 url="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
 if psql "$url" -qAtc 'SELECT 1' >/dev/null 2>&1; then

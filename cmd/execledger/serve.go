@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/sandbox/processrun"
+	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/migrations"
 )
 
@@ -139,11 +141,22 @@ func toolsFor(cfg config.Config) ([]executor.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("process_run.workspace_root: %w", err)
 	}
+	private := make([]netip.Prefix, 0, len(p.EgressPrivateRanges))
+	for _, r := range p.EgressPrivateRanges {
+		pr, err := netip.ParsePrefix(r)
+		if err != nil {
+			return nil, fmt.Errorf("process_run.egress_private_ranges: %w", err)
+		}
+		private = append(private, pr)
+	}
 	pr, err := processrun.New(processrun.Config{
 		Tier: p.Tier, Self: self, WorkspaceRoot: root,
 		Policy: procinput.Policy{AllowedExecutables: p.AllowedExecutables, AllowInterpreters: p.AllowInterpreters,
 			EgressMode: p.EgressMode, EgressAllowlist: p.EgressAllowlist, MaxTimeout: p.MaxTimeout.Duration},
+		Limits: procinit.Limits{CPUSeconds: uint64(p.RlimitCPUSeconds), AddressSpace: uint64(p.RlimitAddressSpace),
+			FileSize: uint64(p.RlimitFileSize), OpenFiles: uint64(p.RlimitOpenFiles), Processes: uint64(p.RlimitProcesses)},
 		OutputLimit: p.OutputLimitBytes, KillGrace: p.KillGrace.Duration, UID: uint32(p.UID), GID: uint32(p.GID),
+		EgressPorts: p.EgressPorts, EgressPrivateRanges: private,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("process_run: %w", err)

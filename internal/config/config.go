@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -73,6 +74,17 @@ type Process struct {
 	KillGrace          Duration `toml:"kill_grace"`          // between TERM and KILL
 	UID                int      `toml:"uid"`                 // the sandboxed process's uid
 	GID                int      `toml:"gid"`
+	// rlimits of the sandboxed process tree (tiers B and C); 0 leaves one
+	// unset, RLIMIT_CORE is always 0
+	RlimitCPUSeconds   int `toml:"rlimit_cpu_seconds"`
+	RlimitAddressSpace int `toml:"rlimit_address_space_bytes"` // 0: off; Go and JVM programs need far more than they use
+	RlimitFileSize     int `toml:"rlimit_file_size_bytes"`
+	RlimitOpenFiles    int `toml:"rlimit_open_files"`
+	RlimitProcesses    int `toml:"rlimit_processes"`
+	// strict egress (tier C): destination ports the proxy admits, and the
+	// private/loopback ranges (CIDR) declared hosts may resolve into
+	EgressPorts         []int    `toml:"egress_ports"`
+	EgressPrivateRanges []string `toml:"egress_private_ranges"`
 }
 
 // Policy names the Cedar policy files every request is authorized against.
@@ -141,7 +153,9 @@ func Default() Config {
 		Policy: Policy{Files: []string{}},
 		Process: Process{Tier: "C", WorkspaceRoot: filepath.Join(".execledger", "workspaces"), AllowedExecutables: []string{},
 			EgressMode: "none", EgressAllowlist: []string{}, MaxTimeout: Duration{30 * time.Second},
-			OutputLimitBytes: 64 << 10, KillGrace: Duration{500 * time.Millisecond}, UID: 65534, GID: 65534},
+			OutputLimitBytes: 64 << 10, KillGrace: Duration{500 * time.Millisecond}, UID: 65534, GID: 65534,
+			RlimitCPUSeconds: 2, RlimitFileSize: 64 << 20, RlimitOpenFiles: 256, RlimitProcesses: 256,
+			EgressPorts: []int{80, 443}, EgressPrivateRanges: []string{}},
 		Dev: Dev{DataDir: filepath.Join(".execledger", "pgdata")},
 	}
 }
@@ -233,6 +247,7 @@ func (c Config) Validate() error {
 	if p.OutputLimitBytes < 1 || p.MaxTimeout.Duration <= 0 || p.KillGrace.Duration < 0 || p.UID < 0 || p.GID < 0 {
 		errs = append(errs, errors.New("process_run: output_limit_bytes and max_timeout must be positive, kill_grace, uid and gid not negative"))
 	}
+	errs = append(errs, p.validateLimitsAndEgress()...)
 	if c.Dev.DataDir == "" {
 		errs = append(errs, errors.New("dev.data_dir: must not be empty"))
 	}
@@ -243,6 +258,26 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// validateLimitsAndEgress checks the rlimit and strict-egress keys of
+// [process_run].
+func (p Process) validateLimitsAndEgress() []error {
+	var errs []error
+	if p.RlimitCPUSeconds < 0 || p.RlimitAddressSpace < 0 || p.RlimitFileSize < 0 || p.RlimitOpenFiles < 0 || p.RlimitProcesses < 0 {
+		errs = append(errs, errors.New("process_run.rlimit_*: must not be negative"))
+	}
+	for _, port := range p.EgressPorts {
+		if port < 1 || port > 65535 {
+			errs = append(errs, fmt.Errorf("process_run.egress_ports: %d is not a port", port))
+		}
+	}
+	for _, r := range p.EgressPrivateRanges {
+		if pr, err := netip.ParsePrefix(r); err != nil || pr.Bits() == 0 {
+			errs = append(errs, fmt.Errorf("process_run.egress_private_ranges: %q is not a CIDR range narrower than /0", r))
+		}
+	}
+	return errs
 }
 
 // SlogLevel is the configured log level.

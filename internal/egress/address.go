@@ -43,6 +43,11 @@ var (
 	sixToFour = netip.MustParsePrefix("2002::/16")    // 6to4: IPv4 in bits 16-47
 )
 
+// IsSpecial reports whether a is not a public unicast address: loopback,
+// private, link-local, multicast and the other ranges the proxy refuses
+// unless an IP/CIDR allowlist entry or Config.PrivateRanges covers them.
+func IsSpecial(a netip.Addr) bool { return isSpecial(a) }
+
 // isSpecial reports whether a is not a public unicast address. IPv4-mapped
 // addresses are judged as IPv4; NAT64 and 6to4 addresses by the IPv4 address
 // they embed, so DNS64 answers for public hosts stay usable.

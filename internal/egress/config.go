@@ -40,6 +40,11 @@ type Config struct {
 	MaxDuration time.Duration // per connection from accept, default 5m
 	MaxBytes    int64         // per connection, both directions together, default 64 MiB
 	MaxConns    int           // connections served at once, default 128
+	// PrivateRanges are special ranges (see IsSpecial) that an allowlisted
+	// host may resolve into, or be as an IP literal, besides Allow's own
+	// IP/CIDR entries. They allowlist nothing by themselves: an IP literal
+	// in one that Allow does not list is refused (host_not_allowlisted).
+	PrivateRanges []netip.Prefix
 	// OnConnection is called once per accepted connection when it ends
 	// (allowed or refused), from the connection's goroutine; it must not
 	// block long.
@@ -55,6 +60,13 @@ func (c Config) withDefaults() Config {
 		c.Ports = DefaultPorts
 	}
 	c.Ports = slices.Clone(c.Ports)
+	c.PrivateRanges = slices.Clone(c.PrivateRanges)
+	for i, p := range c.PrivateRanges {
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		c.PrivateRanges[i] = p.Masked()
+	}
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver
 	}
@@ -84,6 +96,11 @@ func (c Config) validate() error {
 	for _, p := range c.Ports {
 		if p < 1 || p > 65535 {
 			return fmt.Errorf("egress: %w: port %d out of range", ErrInvalidConfig, p)
+		}
+	}
+	for _, p := range c.PrivateRanges {
+		if !p.IsValid() || p.Bits() == 0 {
+			return fmt.Errorf("egress: %w: private range %s is invalid or matches every address", ErrInvalidConfig, p)
 		}
 	}
 	switch {

@@ -35,18 +35,18 @@
 //     403). Names that do not match are never resolved, so the sandbox cannot
 //     use the host's resolver as a DNS exfiltration channel. An IP literal
 //     must fall in an IP or CIDR entry; one that does not is refused as
-//     private_address when it is special (see below), else as
-//     host_not_allowlisted.
+//     private_address when it is special (see below) and outside
+//     [Config.PrivateRanges], else as host_not_allowlisted.
 //  4. A name is resolved once, through [Config.Resolver] (resolve_failed,
 //     502). Every address returned must be public, or fall in an IP/CIDR
-//     entry of the allowlist; if any is not, the whole attempt is refused
-//     (private_address, 403).
+//     entry of the allowlist or in [Config.PrivateRanges]; if any is not,
+//     the whole attempt is refused (private_address, 403).
 //  5. The checked addresses are dialled as IP literals, in the order the
 //     resolver returned them, until one connects (dial_failed, 502). There
 //     is no second lookup, so a name cannot be rebound to an internal address
 //     between the check and the dial.
 //
-// "Special" addresses are loopback, RFC 1918, CGNAT (100.64/10), link-local
+// "Special" addresses ([IsSpecial]) are loopback, RFC 1918, CGNAT (100.64/10), link-local
 // (including the 169.254.169.254 metadata address), ULA, multicast,
 // unspecified, 0/8, reserved 240/4 and broadcast, the documentation and
 // benchmarking ranges, the IETF protocol-assignment blocks, and IPv6 forms

@@ -96,7 +96,7 @@ func (s *session) resolve(ctx context.Context, t target) ([]netip.Addr, *refusal
 		switch {
 		case allow.allowsAddr(t.addr):
 			return []netip.Addr{t.addr}, nil
-		case isSpecial(t.addr):
+		case isSpecial(t.addr) && !s.privateAllowed(t.addr):
 			s.rec.Addr = netip.AddrPortFrom(t.addr, uint16(t.port))
 			return nil, refusalf(ReasonPrivateAddress, "%s is a private or special address", t.addr)
 		}
@@ -115,7 +115,7 @@ func (s *session) resolve(ctx context.Context, t target) ([]netip.Addr, *refusal
 		if !a.IsValid() {
 			return nil, refusalf(ReasonResolveFailed, "resolver returned an invalid address for %s", t.host)
 		}
-		if isSpecial(a) && !allow.allowsAddr(a) {
+		if isSpecial(a) && !allow.allowsAddr(a) && !s.privateAllowed(a) {
 			s.rec.Addr = netip.AddrPortFrom(a, uint16(t.port))
 			return nil, refusalf(ReasonPrivateAddress, "%s resolves to private or special address %s", t.host, a)
 		}
@@ -127,6 +127,17 @@ func (s *session) resolve(ctx context.Context, t target) ([]netip.Addr, *refusal
 		return nil, refusalf(ReasonResolveFailed, "no addresses for %s", t.host)
 	}
 	return addrs, nil
+}
+
+// privateAllowed reports whether a falls in one of Config.PrivateRanges.
+func (s *session) privateAllowed(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range s.cfg.PrivateRanges {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // refuse records the refusal and answers the client with an error status.

@@ -180,6 +180,37 @@ func TestPrivateAddressAllowedByCIDR(t *testing.T) {
 	}
 }
 
+func TestPrivateRangesAdmitResolvedAddressesOnly(t *testing.T) {
+	t.Parallel()
+	var pd pipeDialer
+	b := setup(t, setupOpts{allow: []string{"evil.test", "api.allowed.test"}, cfg: func(c *Config) {
+		c.Dial = pd.Dial
+		c.PrivateRanges = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::ffff:127.0.0.1/128")}
+	}})
+	// A listed name that resolves into a private range is admitted, and
+	// so is one that resolves to loopback (the IPv4-mapped range is
+	// unmapped).
+	for _, host := range []string{"evil.test", "api.allowed.test"} {
+		resp, body, rec := b.raw(t, "GET http://"+host+"/ HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+		if resp.StatusCode != http.StatusOK || body != "ok" || !rec.Allowed {
+			t.Errorf("%s: %s %q, record %+v", host, resp.Status, body, rec)
+		}
+	}
+	// The ranges allowlist nothing: a literal in them is not a listed host.
+	resp, _, rec := b.raw(t, "GET http://10.0.0.1/ HTTP/1.1\r\nHost: 10.0.0.1\r\n\r\n")
+	if resp.StatusCode != http.StatusForbidden || rec.Reason != ReasonHostNotAllowlisted {
+		t.Errorf("literal in a private range: %s, record %+v", resp.Status, rec)
+	}
+	// A special literal outside them is refused as private.
+	resp, _, rec = b.raw(t, "GET http://192.168.1.1/ HTTP/1.1\r\nHost: 192.168.1.1\r\n\r\n")
+	if resp.StatusCode != http.StatusForbidden || rec.Reason != ReasonPrivateAddress {
+		t.Errorf("special literal: %s, record %+v", resp.Status, rec)
+	}
+	if got := pd.addrs(); len(got) != 2 || got[0] != "10.0.0.1:80" || got[1] != "127.0.0.1:80" {
+		t.Errorf("dialled %v", got)
+	}
+}
+
 func TestDNSRebinding(t *testing.T) {
 	t.Parallel()
 	var pd pipeDialer

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -226,6 +227,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		{MaxDuration: -1},
 		{MaxBytes: -1},
 		{MaxConns: -1},
+		{PrivateRanges: []netip.Prefix{{}}},
+		{PrivateRanges: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}},
 	}
 	for _, cfg := range bad {
 		if _, err := New(cfg); !errors.Is(err, ErrInvalidConfig) {

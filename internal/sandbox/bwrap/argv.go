@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/execledger/execledger/internal/sandbox/procinit"
 )
 
 // Mount is one entry of the sandbox's file system, for Enforcement.
@@ -69,24 +71,57 @@ func (p Plan) mounts(host hostLayout) []Mount {
 	return m
 }
 
-// build assembles the argv for host, opening the descriptor files.
-func (p Plan) build(host hostLayout) (args []string, files []*os.File, err error) {
+// argv is a built command line and the descriptors that go with it.
+type argv struct {
+	args []string
+	// files are the child's descriptors in ExtraFiles order, fd 3 first:
+	// the plan's ExtraFiles and ProgramFile, then made.
+	files []*os.File
+	// made are the files build opened for bwrap, closed once it has them.
+	made []*os.File
+	// info is the read end of --info-fd and block the write end of
+	// --block-fd, when built with limits.
+	info, block *os.File
+}
+
+// close releases everything build opened.
+func (a *argv) close() {
+	closeAll(a.made)
+	closeAll([]*os.File{a.info, a.block})
+}
+
+// build assembles the argv for host, opening the descriptor files; with
+// withLimits and limits in the plan, it adds the --info-fd/--block-fd
+// exchange of Cmd.Start.
+func (p Plan) build(host hostLayout, withLimits bool) (a *argv, err error) {
+	a = &argv{}
 	defer func() {
 		if err != nil {
-			closeAll(files)
-			files = nil
+			a.close()
+			a = nil
 		}
 	}()
+	pass := func(f *os.File) string {
+		a.files = append(a.files, f)
+		return strconv.Itoa(2 + len(a.files)) // ExtraFiles[i] is fd 3+i
+	}
 	open := func(name string, data []byte) (string, error) {
 		f, err := newMemfd(name, data)
 		if err != nil {
 			return "", err
 		}
-		files = append(files, f)
-		return strconv.Itoa(2 + len(files)), nil // ExtraFiles[i] is fd 3+i
+		a.made = append(a.made, f)
+		return pass(f), nil
+	}
+	for _, f := range p.ExtraFiles {
+		pass(f)
+	}
+	program := p.Program
+	if p.ProgramFile != nil {
+		program = procSelfFD + pass(p.ProgramFile)
 	}
 
-	args = append(args, hardening...)
+	args := append([]string(nil), hardening...)
 	if p.Network {
 		args = append(args, "--share-net")
 	}
@@ -108,7 +143,7 @@ func (p Plan) build(host hostLayout) (args []string, files []*os.File, err error
 			}
 			fd, err := open(m.Dest[strings.LastIndexByte(m.Dest, '/')+1:], []byte(data))
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			args = append(args, "--ro-bind-data", fd, m.Dest)
 		case "proc", "dev", "tmpfs":
@@ -118,16 +153,41 @@ func (p Plan) build(host hostLayout) (args []string, files []*os.File, err error
 		}
 	}
 	// The root itself is a tmpfs bwrap made; nothing may be added to it.
-	args = append(args, "--remount-ro", "/", "--chdir", WorkspaceDir)
+	args = append(args, "--remount-ro", "/", "--chdir", p.workdir())
 	if p.Seccomp != nil {
 		fd, err := open("seccomp", p.Seccomp.Bytes())
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		args = append(args, "--seccomp", fd)
 	}
-	args = append(args, "--", p.Program)
-	return append(args, p.ProgramArgs...), files, nil
+	if withLimits && p.Limits != (procinit.Limits{}) {
+		if args, err = a.exchange(args, pass); err != nil {
+			return nil, err
+		}
+	}
+	args = append(args, "--", program)
+	a.args = append(args, p.ProgramArgs...)
+	return a, nil
+}
+
+// exchange adds --info-fd and --block-fd: bwrap writes its pid 1's pid to
+// the first and, after setting up the sandbox, waits for a byte on the
+// second before it forks the program.
+func (a *argv) exchange(args []string, pass func(*os.File) string) ([]string, error) {
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("info pipe: %w", err)
+	}
+	a.info = infoR
+	a.made = append(a.made, infoW)
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("block pipe: %w", err)
+	}
+	a.block = blockW
+	a.made = append(a.made, blockR)
+	return append(args, "--info-fd", pass(infoW), "--block-fd", pass(blockR)), nil
 }
 
 func closeAll(files []*os.File) {

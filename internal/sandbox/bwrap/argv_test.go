@@ -2,10 +2,13 @@ package bwrap
 
 import (
 	"errors"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/execledger/execledger/internal/golden"
+	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/seccomp"
 )
 
@@ -31,17 +34,20 @@ func TestArgvGolden(t *testing.T) {
 		ProgramArgs:   []string{"-c", "echo hi"},
 		Env:           []string{"LANG=C", "LC_ALL=C"},
 		Workspace:     "/srv/ws/run-1",
+		Dir:           "/workspace/src",
 		ReadOnlyBinds: []string{"/opt/tools"},
 		ProxySocket:   "/run/execledger/egress.sock",
 		Seccomp:       f,
+		Limits:        procinit.Limits{CPUSeconds: 2},
 	}
-	args, files, err := p.build(debianHost)
+	a, err := p.build(debianHost, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeAll(files)
-	if len(files) != 4 {
-		t.Fatalf("got %d descriptor files, want passwd, group, hosts and seccomp", len(files))
+	defer a.close()
+	args := a.args
+	if len(a.files) != 6 || len(a.made) != 6 || a.info == nil || a.block == nil {
+		t.Fatalf("got %d descriptor files, want passwd, group, hosts, seccomp, info and block", len(a.files))
 	}
 	var b strings.Builder
 	for i, a := range args {
@@ -59,6 +65,33 @@ func TestArgvGolden(t *testing.T) {
 		if strings.Contains(b.String(), bad) {
 			t.Errorf("argv contains %q", bad)
 		}
+	}
+}
+
+// TestPassedDescriptorsLead: the plan's ExtraFiles keep descriptors 3, 4,
+// ... and a ProgramFile follows them, executed through the sandbox's /proc.
+func TestPassedDescriptorsLead(t *testing.T) {
+	spec, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spec.Close()
+	p := Plan{Program: "init", ProgramFile: spec, ProgramArgs: []string{"__sandbox-init"},
+		ExtraFiles: []*os.File{spec, spec}, Workspace: "/srv/ws"}
+	a, err := p.build(debianHost, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	if len(a.files) != 6 || a.files[0] != spec || a.files[1] != spec || a.files[2] != spec || a.info != nil {
+		t.Fatalf("files %v, info %v", a.files, a.info)
+	}
+	tail := strings.Join(a.args[len(a.args)-3:], " ")
+	if tail != "-- /proc/self/fd/5 __sandbox-init" {
+		t.Errorf("argv ends %q", tail)
+	}
+	if i := slices.Index(a.args, "--ro-bind-data"); i < 0 || a.args[i+1] != "6" {
+		t.Errorf("bwrap's own descriptors do not follow the passed ones: %q", a.args)
 	}
 }
 
@@ -80,6 +113,11 @@ func TestPlanValidation(t *testing.T) {
 		"shadow":             {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/etc/shadow"}},
 		"env without =":      {Program: "true", Workspace: "/srv/ws", Env: []string{"PATH"}},
 		"relative proxy":     {Program: "true", Workspace: "/srv/ws", ProxySocket: "egress.sock"},
+		"dir outside":        {Program: "true", Workspace: "/srv/ws", Dir: "/tmp"},
+		"dir unclean":        {Program: "true", Workspace: "/srv/ws", Dir: "/workspace/a/../../etc"},
+		"dir prefix":         {Program: "true", Workspace: "/srv/ws", Dir: "/workspaces"},
+		"host uid only":      {Program: "true", Workspace: "/srv/ws", HostUID: 65534},
+		"nil extra file":     {Program: "true", Workspace: "/srv/ws", ExtraFiles: []*os.File{nil}},
 	}
 	for name, p := range bad {
 		if _, _, err := p.Args(); !errors.Is(err, ErrInvalidPlan) {

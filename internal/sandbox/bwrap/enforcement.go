@@ -3,7 +3,14 @@ package bwrap
 import (
 	"slices"
 	"strings"
+
+	"github.com/execledger/execledger/internal/sandbox/procinit"
 )
+
+// LimitsApplied says, for enforcement records, how a plan's Limits are set.
+const LimitsApplied = "prlimit(2) on the sandbox's pid 1 while bwrap waits on --block-fd, before it forks the program " +
+	"(by the daemon, from a thread with the host uid as its real uid when it may not otherwise); " +
+	"soft equal to hard, inherited by every process in the sandbox"
 
 // Enforcement describes what the plan enforces, for the attestation. It
 // reads the host layout as Args does; environment values are left out,
@@ -38,11 +45,22 @@ func (p Plan) Enforcement() map[string]any {
 		"clearenv":        true,
 		"network":         network,
 		"root":            "read-only tmpfs",
-		"workdir":         WorkspaceDir,
+		"workdir":         p.workdir(),
 		"mounts":          p.mounts(host),
 	}
 	if err != nil {
 		e["mounts_error"] = err.Error()
+	}
+	if p.HostUID != 0 {
+		e["host_uid"], e["host_gid"] = p.HostUID, p.HostGID
+	}
+	if p.ProgramFile != nil {
+		e["program"] = "descriptor passed by the caller, executed as /proc/self/fd/N"
+	}
+	if p.Limits != (procinit.Limits{}) {
+		e["limits"] = p.Limits
+		e["rlimit_core"] = 0
+		e["rlimits_applied"] = LimitsApplied
 	}
 	if p.ProxySocket != "" {
 		e["egress_proxy"] = ProxyPath

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/seccomp"
 )
 
@@ -15,6 +16,10 @@ const (
 	WorkspaceDir = "/workspace"
 	ProxyPath    = "/run/egress.sock"
 )
+
+// procSelfFD is where a descriptor of the program's appears inside the
+// sandbox, under the sandbox's own /proc.
+const procSelfFD = "/proc/self/fd/"
 
 // Nobody is the default uid and gid inside the sandbox.
 const Nobody = 65534
@@ -31,15 +36,31 @@ var ErrInvalidPlan = errors.New("invalid sandbox plan")
 // because Go does not allow a field and a method of the same name.
 type Plan struct {
 	// Program is the executable, resolved with PATH inside the sandbox.
+	// With ProgramFile it is only the name the plan records.
 	Program string
+	// ProgramFile, when not nil, is the executable instead: a file opened
+	// for reading and passed to the sandbox, which bwrap executes as
+	// /proc/self/fd/N. Neither the file's host path nor the sandbox's
+	// right to search it matter (its mode must let the sandbox's uid
+	// execute it), and no mount shows it. The program inherits the
+	// descriptor. It stays the caller's to close.
+	ProgramFile *os.File
 	// ProgramArgs are its arguments, without argv[0].
 	ProgramArgs []string
+	// ExtraFiles are passed to the program as descriptors 3, 4, ... in
+	// order, as exec.Cmd's ExtraFiles; bwrap's own descriptors follow them
+	// and are closed before the program starts. They stay the caller's to
+	// close (after Start).
+	ExtraFiles []*os.File
 	// Env is the whole environment, as KEY=VALUE; bwrap clears its own
 	// first. PATH defaults to DefaultPath.
 	Env []string
-	// Workspace is a host directory bound read-write at /workspace, where
-	// the process starts.
+	// Workspace is a host directory bound read-write at /workspace.
 	Workspace string
+	// Dir is where the process starts: WorkspaceDir or a directory below
+	// it, as a clean absolute path inside the sandbox; "" means
+	// WorkspaceDir.
+	Dir string
 	// ReadOnlyBinds are extra host paths bound read-only at the same path.
 	ReadOnlyBinds []string
 	// Network shares the host's network namespace; false leaves only lo.
@@ -49,8 +70,33 @@ type Plan struct {
 	ProxySocket string
 	// UID and GID inside the sandbox; 0 means Nobody.
 	UID, GID uint32
+	// HostUID and HostGID, when not 0, are the credentials bwrap itself
+	// runs under (the caller must be root, or already be that uid):
+	// bubblewrap maps the sandbox's uid to the uid that starts it, so the
+	// sandbox's processes and the files they create belong on the host to
+	// HostUID instead of to the caller. A root caller should set them:
+	// otherwise the sandbox is host uid 0, which RLIMIT_NPROC exempts, and
+	// a user namespace mapped to root is one mistake away from root's
+	// files. bwrap then needs search permission, as HostUID, on the host
+	// paths it binds (the workspace, ReadOnlyBinds, ProxySocket), and the
+	// workspace must be writable by HostUID.
+	HostUID, HostGID uint32
+	// Limits are the sandbox's rlimits. Command's Cmd sets them with
+	// prlimit(2) on bwrap's pid 1 while bwrap waits on --block-fd, before
+	// pid 1 forks the program: every process in the sandbox inherits them
+	// (see Cmd.Start). A zero value sets none, not even RLIMIT_CORE, and
+	// skips the exchange.
+	Limits procinit.Limits
 	// Seccomp, when not nil, is installed by bwrap via --seccomp FD.
 	Seccomp *seccomp.Filter
+}
+
+// workdir returns Dir with its default applied.
+func (p Plan) workdir() string {
+	if p.Dir == "" {
+		return WorkspaceDir
+	}
+	return p.Dir
 }
 
 // ids returns the uid and gid with defaults applied.
@@ -104,8 +150,19 @@ func within(path, dir string) bool {
 
 // validate checks the plan's shape; it does not touch the file system.
 func (p Plan) validate() error {
-	if p.Program == "" || strings.ContainsRune(p.Program, 0) {
+	if (p.Program == "" && p.ProgramFile == nil) || strings.ContainsRune(p.Program, 0) {
 		return fmt.Errorf("%w: empty program", ErrInvalidPlan)
+	}
+	if d := p.workdir(); filepath.Clean(d) != d || !within(d, WorkspaceDir) || strings.ContainsRune(d, 0) {
+		return fmt.Errorf("%w: working directory %q is not %s or a clean path below it", ErrInvalidPlan, d, WorkspaceDir)
+	}
+	for _, f := range p.ExtraFiles {
+		if f == nil {
+			return fmt.Errorf("%w: nil extra file", ErrInvalidPlan)
+		}
+	}
+	if (p.HostUID == 0) != (p.HostGID == 0) {
+		return fmt.Errorf("%w: HostUID and HostGID must be set together", ErrInvalidPlan)
 	}
 	for _, a := range p.ProgramArgs {
 		if strings.ContainsRune(a, 0) {
@@ -136,15 +193,26 @@ func (p Plan) validate() error {
 }
 
 // Args returns bwrap's argv (without the binary) and the files it reads
-// from descriptors, in ExtraFiles order: fd 3 is the first. The files are
-// sealed memfds; the caller closes them once bwrap has started.
+// from descriptors, in ExtraFiles order: fd 3 is the first. The plan's own
+// ExtraFiles and ProgramFile lead and stay the caller's; the files after
+// them are sealed memfds Args made, which the caller closes once bwrap has
+// started. Args leaves Limits out: they need the exchange of Command's Cmd.
 func (p Plan) Args() (args []string, files []*os.File, err error) {
-	if err := p.validate(); err != nil {
-		return nil, nil, err
-	}
-	host, err := probeHost()
+	a, err := p.argv(false)
 	if err != nil {
 		return nil, nil, err
 	}
-	return p.build(host)
+	return a.args, a.files, nil
+}
+
+// argv validates the plan and builds it for the running host.
+func (p Plan) argv(withLimits bool) (*argv, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	host, err := probeHost()
+	if err != nil {
+		return nil, err
+	}
+	return p.build(host, withLimits)
 }

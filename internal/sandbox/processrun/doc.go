@@ -19,24 +19,54 @@
 //     workspace under the same uid. Per-run uids (or tier C) close that.
 //     RLIMIT_NPROC counts every process of the uid on the machine, so
 //     concurrent runs share Limits.Processes.
-//   - C runs bubblewrap (internal/sandbox/bwrap): namespaces, only the
-//     run's workspace bound at /workspace, the seccomp filter, no
-//     capabilities. The process always starts in /workspace, so a cwd below
-//     the workspace root is refused for now; HOME is /workspace.
+//   - C runs bubblewrap (internal/sandbox/bwrap): new user, pid, mount,
+//     ipc, uts, cgroup and net namespaces, no nested user namespaces, no
+//     capabilities, a new session, the daemon's death kills it, a cleared
+//     environment, uid 65534, /usr and a few /etc files read-only, the
+//     run's workspace read-write at /workspace, a private /tmp, the seccomp
+//     filter. The process starts in the cwd the call names, mapped to the
+//     same place under /workspace; HOME is /workspace. Config.Limits apply
+//     as in tier B: they are set with prlimit(2) on bubblewrap's pid 1
+//     before it forks the program (bwrap.Cmd.Start), so the program and all
+//     it starts inherit them. When the daemon runs as root, bubblewrap runs
+//     as Config.UID/GID on the host and the workspace is chowned to them:
+//     the sandbox is never host uid 0, for which the kernel does not enforce
+//     RLIMIT_NPROC. The kernel counts RLIMIT_NPROC per user namespace, so
+//     in tier C it bounds one sandbox. Without the init (see below) the CPU
+//     figures in Resources are bubblewrap's own, not the sandbox's.
 //
-// Egress: "none" and "preflight" are decided by procinput. Tier C never
-// shares the host network (its loopback services, PostgreSQL included,
-// would be reachable): every tier C run is offline — its own network
-// namespace, inet sockets refused by seccomp — until egress goes through
-// the allowlisting proxy on bwrap.Plan.ProxySocket, the next step. "strict"
-// fails closed in tier B (egress_denied, as in Palyra); in tier C it refuses
-// a request that declares egress hosts, because nothing could reach them yet.
+// Egress. Tier C never shares the host's network namespace: its loopback
+// services (PostgreSQL included) would be reachable. With "none" and
+// "preflight" (procinput's text checks) a tier C run is offline: loopback
+// only, and seccomp refuses inet sockets. With "strict" and declared hosts
+// (requested_egress_hosts, which procinput has checked against the
+// policy's allowlist), each call gets its own internal/egress proxy on a
+// Unix socket with a random name in Config.EgressSocketDir, bind-mounted
+// alone at /run/egress.sock. The program runs under the procinit init:
+// Config.Self executed from a descriptor (its path need not be visible in
+// the sandbox, but the file must be executable by Config.UID), its spec on
+// a sealed memfd. The init listens on 127.0.0.1:3128 in the sandbox's own
+// network namespace and relays to that socket; the program gets
+// HTTP_PROXY, HTTPS_PROXY and
+// ALL_PROXY (and their lower-case forms) set to http://127.0.0.1:3128 and
+// NO_PROXY empty. The seccomp filter then allows inet sockets, which reach
+// only the sandbox's loopback. The proxy admits exactly the declared hosts
+// (a host the program did not declare is refused, even if the policy
+// allowlists it) on Config.EgressPorts, refuses every address that is
+// private, loopback or otherwise special unless Config.EgressPrivateRanges
+// covers it, dials the address it checked, and reports every connection
+// attempt, allowed or refused, as an egress.connection event in the
+// Result (at most 500 per call; the rest are counted in Resources). Strict
+// egress without declared hosts runs offline. Tier B cannot confine a
+// process's network, so "strict" fails closed there (egress_denied, as in
+// Palyra).
 //
 // Output: stdout and stderr share one budget, Config.OutputLimit, read in 4
 // KiB chunks. Past the budget the tree is stopped, the output read so far is
 // kept and marked truncated, and the call fails with quota_exceeded
 // (Palyra discards everything: its gap #7). Output is stored as JSON
-// strings: invalid UTF-8 is replaced with U+FFFD (and stdout_lossy /
-// stderr_lossy set), control characters and NUL are JSON-escaped, and the
-// text goes through internal/redact before it is stored.
+// strings: invalid UTF-8 and NUL (which PostgreSQL's jsonb and text cannot
+// hold) are replaced with U+FFFD (and stdout_lossy / stderr_lossy set),
+// other control characters are JSON-escaped, and the text goes through
+// internal/redact before it is stored.
 package processrun

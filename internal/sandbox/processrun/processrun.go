@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,9 +13,11 @@ import (
 	"time"
 
 	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/egress"
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/redact"
 	"github.com/execledger/execledger/internal/sandbox/bwrap"
+	"github.com/execledger/execledger/internal/sandbox/cgroup"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/seccomp"
 )
@@ -74,6 +77,42 @@ type Config struct {
 	UID, GID uint32
 	// Background enables background processes; see BackgroundConfig.
 	Background BackgroundConfig
+	// UIDBase and UIDCount are tier B's per-run uid range when the daemon
+	// runs as root: each run's workspace, and the run's processes, get a
+	// uid (and the gid of the same number) of [UIDBase,
+	// UIDBase+UIDCount) of their own (see uid.go); UID and GID then do not
+	// apply to tier B. 0 means DefaultUIDBase and DefaultUIDCount.
+	UIDBase, UIDCount uint32
+	// Cgroups is tier B's use of cgroup v2 (see cgroup.go): CgroupsAuto
+	// (the default: a leaf per process where the host offers a writable
+	// cgroup2 hierarchy, and the reason recorded where not),
+	// CgroupsRequired (New fails without one) or CgroupsOff.
+	Cgroups string
+	// CgroupOptions locate the cgroup parent directory; see
+	// cgroup.Options.
+	CgroupOptions cgroup.Options
+	// CgroupLimits are set on each tier B process's leaf for the
+	// controllers the hierarchy offers; a zero value means
+	// DefaultCgroupLimits.
+	CgroupLimits cgroup.Limits
+	// cgroups is what New made of Cgroups (tier B).
+	cgroups *cgroupState
+	// EgressPorts are the destination ports strict egress may reach in
+	// tier C; nil means egress.DefaultPorts (80 and 443).
+	EgressPorts []int
+	// EgressPrivateRanges are the special ranges (loopback, private,
+	// link-local, ...; see egress.IsSpecial) that a declared host may
+	// resolve into, or be as an IP literal, under strict egress in tier C.
+	// None by default, so the host's own services stay out of reach.
+	EgressPrivateRanges []netip.Prefix
+	// EgressResolver resolves declared host names for the egress proxy;
+	// nil means the host's resolver.
+	EgressResolver egress.Resolver
+	// EgressSocketDir holds tier C's per-call egress proxy sockets. It is
+	// created 0711 if missing and must belong to the daemon; each socket
+	// has a random name, which only the daemon can list. Default
+	// $TMPDIR/execledger-egress-<euid>.
+	EgressSocketDir string
 	// Redactor redacts stored output; nil means redact.New with defaults.
 	// Register run secrets with its AddSecret.
 	Redactor *redact.Redactor
@@ -130,8 +169,14 @@ func New(cfg Config) (*Tool, error) {
 	if cfg.GID == 0 {
 		cfg.GID = DefaultGID
 	}
+	if cfg.EgressSocketDir == "" {
+		cfg.EgressSocketDir = filepath.Join(os.TempDir(), fmt.Sprintf("execledger-egress-%d", os.Geteuid()))
+	}
 	if cfg.Redactor == nil {
 		cfg.Redactor = redact.New(redact.Options{})
+	}
+	if err := cfg.tierBDefaults(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.WorkspaceRoot, 0o711); err != nil {
 		return nil, fmt.Errorf("processrun: workspace root: %w", err)
@@ -232,9 +277,6 @@ func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
 		if t.cfg.Tier == "B" {
 			return failure(procinput.KindEgressDenied, "strict egress cannot be enforced in tier B; the policy must use tier C or egress mode none/preflight")
 		}
-		if len(plan.EgressHosts) > 0 {
-			return failure(procinput.KindEgressDenied, fmt.Sprintf("strict egress runs offline in tier C until the egress proxy exists; hosts %q cannot be reached", plan.EgressHosts))
-		}
 	}
 	path, err := lookPath(plan.Command, plan.Env)
 	if err != nil {
@@ -302,10 +344,11 @@ func (t *Tool) workspace(call executor.Call) (string, error) {
 	if !fi.IsDir() {
 		return "", fmt.Errorf("%s is not a directory", dir)
 	}
-	// Tier B runs the program as UID: it owns its workspace. Tier C's
-	// sandbox uid maps to the daemon's, which owns it already.
+	// Tier B runs the program as the run's own uid, which owns its
+	// workspace (uid.go). Tier C's sandbox uid maps to the daemon's, which
+	// owns it already.
 	if t.cfg.Tier == "B" && os.Geteuid() == 0 {
-		if err := os.Lchown(dir, int(t.cfg.UID), int(t.cfg.GID)); err != nil {
+		if err := t.assignUID(dir); err != nil {
 			return "", err
 		}
 	}

@@ -2,37 +2,52 @@ package processrun
 
 import (
 	"bytes"
-	"os"
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 )
 
-// prepareB prepares plan under the tier B init. A nil launch comes with
-// the failure Result.
+// prepareB prepares plan under the tier B init: as the run's own uid
+// (uid.go), in a cgroup leaf of its own where the host offers one
+// (cgroup.go). A nil launch comes with the failure Result.
 func (t *Tool) prepareB(plan *procinput.Plan, path string) (*launch, executor.Result) {
 	spec := procinit.Spec{Path: path, Args: plan.Args, Env: plan.Env, Dir: plan.Dir, Limits: t.cfg.Limits, Seccomp: true}
-	if os.Geteuid() == 0 {
-		spec.UID, spec.GID = t.cfg.UID, t.cfg.GID
+	ids, err := t.runCredentials(plan.Root)
+	if err != nil {
+		return nil, failure(KindSpawnFailed, err.Error())
 	}
-	enf := t.enforcementB(spec)
+	spec.UID, spec.GID = ids.uid, ids.gid
+	enf := t.enforcementB(spec, ids)
+	cg, err := t.newLeaf(enf)
+	if err != nil {
+		return nil, withEnf(failure(KindSpawnFailed, "cgroup leaf: "+err.Error()), enf)
+	}
 	cmd, err := procinit.Command(t.cfg.Self, spec)
 	if err != nil {
+		cg.abort()
 		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
 	}
 	readUsage, err := procinit.WithUsage(cmd)
 	if err != nil {
 		cmd.ExtraFiles[0].Close()
+		cg.abort()
 		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
 	}
+	cg.attach(cmd)
 	l := &launch{cmd: cmd, enf: enf}
 	l.start = func() error {
 		err := cmd.Start()
 		cmd.ExtraFiles[0].Close()
+		if err == nil {
+			cg.started(cmd.Process.Pid)
+		}
 		return err
 	}
-	l.abort = func() { _, _ = readUsage() }
+	l.abort = func() {
+		_, _ = readUsage()
+		cg.abort()
+	}
 	l.result = func(o outcome) executor.Result {
 		usage, uerr := readUsage()
 		code, sig := exitOf(o.state)
@@ -46,6 +61,8 @@ func (t *Tool) prepareB(plan *procinput.Plan, path string) (*launch, executor.Re
 		} else {
 			addRusage(res.Resources, o.state)
 		}
+		// Whatever escaped the init dies with the leaf.
+		cg.finish(res.Resources)
 		spawnFailed := uerr == nil && code >= procinit.ExitInitFailed && code <= procinit.ExitNotFound && sig == 0 &&
 			bytes.HasPrefix(o.stderr, []byte("sandbox init: "))
 		return t.finish(res, o, code, sig, spawnFailed)
@@ -53,16 +70,20 @@ func (t *Tool) prepareB(plan *procinput.Plan, path string) (*launch, executor.Re
 	return l, executor.Result{}
 }
 
-// enforcementB records tier B's limits and isolation.
-func (t *Tool) enforcementB(spec procinit.Spec) map[string]any {
-	return map[string]any{
+// enforcementB records tier B's limits and isolation; newLeaf adds
+// "cgroup".
+func (t *Tool) enforcementB(spec procinit.Spec, ids runIDs) map[string]any {
+	nproc := "run: RLIMIT_NPROC counts the processes of the run's own uid"
+	if !ids.perRun {
+		nproc = "daemon uid: RLIMIT_NPROC counts every process of the daemon's uid, and the kernel does not enforce it for root"
+	}
+	enf := map[string]any{
 		"backend":            t.backend(),
 		"limits":             spec.Limits,
 		"rlimit_core":        0,
+		"rlimit_nproc_scope": nproc,
 		"seccomp":            t.seccompSummary(t.filter),
 		"no_new_privs":       true,
-		"uid":                spec.UID,
-		"gid":                spec.GID,
 		"child_subreaper":    true,
 		"env":                envNames(spec.Env),
 		"network":            "seccomp refuses inet sockets",
@@ -70,4 +91,8 @@ func (t *Tool) enforcementB(spec procinit.Spec) map[string]any {
 		"kill_grace_ms":      t.cfg.KillGrace.Milliseconds(),
 		"workspace":          spec.Dir,
 	}
+	for k, v := range t.uidRecord(ids) {
+		enf[k] = v
+	}
+	return enf
 }

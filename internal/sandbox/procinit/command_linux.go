@@ -32,7 +32,7 @@ func Command(self string, spec Spec) (*exec.Cmd, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
-	f, err := specFile(spec)
+	f, err := SpecFile(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +49,14 @@ func Command(self string, spec Spec) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// specFile returns a sealed memfd holding spec as JSON, positioned at 0.
-func specFile(spec Spec) (*os.File, error) {
+// SpecFile checks spec and returns a sealed memfd holding it as JSON,
+// positioned at 0: what the init reads on descriptor 3. Command uses it; a
+// launcher that starts the init some other way (tier C starts it inside
+// bubblewrap) passes the file as the init's descriptor 3 itself.
+func SpecFile(spec Spec) (*os.File, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encode sandbox init spec: %w", err)

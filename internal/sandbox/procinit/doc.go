@@ -12,11 +12,18 @@
 //     double fork are reparented to it rather than to the system's init;
 //  3. it sets the rlimits on itself (the target inherits them) and, when
 //     asked, installs the internal/seccomp filter (inherited as well);
-//  4. it starts the target in a process group of its own, forwards SIGTERM,
+//  4. with Spec.Bridge, it listens on a loopback TCP address and relays
+//     every connection to a Unix socket (tier C's path to the egress proxy);
+//  5. it starts the target in a process group of its own, forwards SIGTERM,
 //     SIGINT and SIGHUP to that group and reaps every child it is given;
-//  5. when the target ends it SIGKILLs every remaining descendant, reaps
-//     them, reports a Usage on descriptor 4 when one is open, and exits with
-//     the target's status (128+signal when a signal ended it).
+//  6. when the target ends it SIGKILLs every remaining descendant, reaps
+//     them, closes the bridge, reports a Usage on descriptor 4 when one is
+//     open, and exits with the target's status (128+signal when a signal
+//     ended it).
+//
+// Tier C runs the same init inside bubblewrap when a call has strict egress:
+// the spec comes from SpecFile on descriptor 3, and the sandbox's limits
+// are set on bubblewrap's pid 1 with Limits.ApplyTo before the init starts.
 //
 // The binary's main dispatches to Main before doing anything else:
 //

@@ -1,10 +1,12 @@
 package procinit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/execledger/execledger/internal/egress"
 	"github.com/execledger/execledger/internal/seccomp"
 )
 
@@ -56,6 +59,13 @@ func run() (Usage, error) {
 	if err := setup(spec); err != nil {
 		return Usage{ExitCode: ExitInitFailed}, err
 	}
+	stopBridge, err := startBridge(spec.Bridge)
+	if err != nil {
+		return Usage{ExitCode: ExitInitFailed}, err
+	}
+	// Deferred, so it runs after the sweep below: no process that could
+	// use the bridge is left when it closes.
+	defer stopBridge()
 	signals := make(chan os.Signal, 16)
 	signal.Notify(signals, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)
 	defer signal.Stop(signals)
@@ -115,6 +125,31 @@ func setup(spec Spec) error {
 		return err
 	}
 	return f.Install()
+}
+
+// startBridge opens b's listener and relays it to b's socket until the
+// returned function is called; nil starts nothing.
+func startBridge(b *Bridge) (stop func(), err error) {
+	if b == nil {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", b.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = egress.Bridge(ctx, ln, b.Socket)
+	}()
+	return func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(killTimeout):
+		}
+	}, nil
 }
 
 // targetCommand is the target's command: stdio of the init, a process

@@ -7,20 +7,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rlimit is one limit apply sets.
-type rlimit struct {
-	name     string
-	resource int
-	value    uint64
+// Rlimit is one limit that l sets, soft and hard alike.
+type Rlimit struct {
+	Name     string // RLIMIT_CORE, RLIMIT_CPU, ...
+	Resource int    // the resource number for setrlimit(2)
+	Value    uint64
 }
+
+// Rlimits lists the limits l sets, in the order it sets them: RLIMIT_CORE
+// (0) always, the others when non-zero, RLIMIT_NOFILE raised to 16.
+func (l Limits) Rlimits() []Rlimit { return l.rlimits() }
 
 // rlimits lists the limits l sets: RLIMIT_CORE always, the others when
 // non-zero.
-func (l Limits) rlimits() []rlimit {
-	out := []rlimit{{"RLIMIT_CORE", unix.RLIMIT_CORE, 0}}
+func (l Limits) rlimits() []Rlimit {
+	out := []Rlimit{{"RLIMIT_CORE", unix.RLIMIT_CORE, 0}}
 	add := func(name string, resource int, value uint64) {
 		if value != 0 {
-			out = append(out, rlimit{name, resource, value})
+			out = append(out, Rlimit{name, resource, value})
 		}
 	}
 	add("RLIMIT_CPU", unix.RLIMIT_CPU, l.CPUSeconds)
@@ -39,9 +43,24 @@ func (l Limits) rlimits() []rlimit {
 // startup.
 func (l Limits) apply() error {
 	for _, r := range l.rlimits() {
-		lim := syscall.Rlimit{Cur: r.value, Max: r.value}
-		if err := syscall.Setrlimit(r.resource, &lim); err != nil {
-			return fmt.Errorf("set %s to %d: %w", r.name, r.value, err)
+		lim := syscall.Rlimit{Cur: r.Value, Max: r.Value}
+		if err := syscall.Setrlimit(r.Resource, &lim); err != nil {
+			return fmt.Errorf("set %s to %d: %w", r.Name, r.Value, err)
+		}
+	}
+	return nil
+}
+
+// ApplyTo sets l on the running process pid with prlimit(2), soft limit
+// equal to hard, RLIMIT_CORE to 0: what tier C does to bubblewrap's pid 1
+// before it forks the program. The caller needs the right to change pid's
+// limits (the same uid, or CAP_SYS_RESOURCE) and may only lower a hard
+// limit unless it holds CAP_SYS_RESOURCE.
+func (l Limits) ApplyTo(pid int) error {
+	for _, r := range l.rlimits() {
+		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
+		if err := unix.Prlimit(pid, r.Resource, &lim, nil); err != nil {
+			return fmt.Errorf("set %s of process %d to %d: %w", r.Name, pid, r.Value, err)
 		}
 	}
 	return nil

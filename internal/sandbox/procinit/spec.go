@@ -3,6 +3,7 @@ package procinit
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 )
 
@@ -72,6 +73,23 @@ type Spec struct {
 	// 65534. A zero GID with a non-zero UID keeps the init's gid.
 	UID uint32 `json:"uid,omitempty"`
 	GID uint32 `json:"gid,omitempty"`
+	// Bridge, when set, makes the init relay a TCP listener to a Unix
+	// socket for as long as the target runs (see Bridge).
+	Bridge *Bridge `json:"bridge,omitempty"`
+}
+
+// Bridge is tier C's way to the egress proxy: inside the sandbox's
+// loopback-only network namespace the init listens on Listen before it
+// starts the target, and relays every connection, byte for byte, to the
+// Unix socket at Socket (internal/egress.Bridge), the bind-mounted proxy.
+// The listener is gone when the init exits. It needs AF_INET sockets, so it
+// cannot be combined with Spec.Seccomp, whose filter refuses them; under
+// bubblewrap the sandbox's own filter applies instead.
+type Bridge struct {
+	// Listen is an IP:port, e.g. 127.0.0.1:3128.
+	Listen string `json:"listen"`
+	// Socket is the absolute path of the proxy's Unix socket.
+	Socket string `json:"socket"`
 }
 
 // ErrInvalidSpec is wrapped by the errors of Spec.validate.
@@ -83,6 +101,17 @@ func (s Spec) validate() error {
 	}
 	if s.Dir != "" && !filepath.IsAbs(s.Dir) {
 		return fmt.Errorf("%w: dir %q is not absolute", ErrInvalidSpec, s.Dir)
+	}
+	if b := s.Bridge; b != nil {
+		if _, err := netip.ParseAddrPort(b.Listen); err != nil {
+			return fmt.Errorf("%w: bridge listen address %q is not IP:port", ErrInvalidSpec, b.Listen)
+		}
+		if !filepath.IsAbs(b.Socket) {
+			return fmt.Errorf("%w: bridge socket %q is not absolute", ErrInvalidSpec, b.Socket)
+		}
+		if s.Seccomp {
+			return fmt.Errorf("%w: a bridge needs inet sockets, which the init's seccomp filter refuses", ErrInvalidSpec)
+		}
 	}
 	return nil
 }
