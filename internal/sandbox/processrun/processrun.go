@@ -133,6 +133,9 @@ var _ executor.Tool = (*Tool)(nil)
 func New(cfg Config) (*Tool, error) {
 	switch cfg.Tier {
 	case "B":
+		if os.Geteuid() != 0 {
+			return nil, fmt.Errorf("processrun: tier B needs a root daemon: it runs each run's programs under a uid of their own with a private /tmp; as uid %d every program would run as the daemon itself, able to read its signing key and signal it. Use tier C, which needs no privileges", os.Geteuid())
+		}
 		if cfg.Self == "" || !filepath.IsAbs(cfg.Self) {
 			return nil, fmt.Errorf("processrun: tier B needs Self, the absolute path of the execledger binary")
 		}

@@ -200,12 +200,17 @@ func (t *Tool) foreground(ctx context.Context, l *launch, timeout time.Duration)
 // stop ends the tree rooted at pid: SIGTERM to its process group, then
 // after KillGrace SIGKILL to every descendant and the group.
 func (t *Tool) stop(pid int, done <-chan struct{}) {
-	// TERM goes to the group and to every descendant: bubblewrap does not
-	// pass signals on to the sandbox, and a program that left the group
-	// (setsid) deserves the same grace as the rest.
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	for _, d := range descendants(pid) {
+	// TERM goes to every descendant, not to pid itself: bubblewrap passes
+	// no signal on, and it must live through the grace period (its death
+	// kills the sandbox at once); tier B's init ends by itself once its
+	// target has. A program that left the group (setsid) gets the same
+	// grace as the rest. With nothing below pid yet, pid's group gets it.
+	below := descendants(pid)
+	for _, d := range below {
 		_ = syscall.Kill(d, syscall.SIGTERM)
+	}
+	if len(below) == 0 {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
 	}
 	timer := time.NewTimer(t.cfg.KillGrace)
 	defer timer.Stop()

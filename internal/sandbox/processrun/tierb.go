@@ -12,7 +12,8 @@ import (
 // (uid.go), in a cgroup leaf of its own where the host offers one
 // (cgroup.go). A nil launch comes with the failure Result.
 func (t *Tool) prepareB(plan *procinput.Plan, path string) (*launch, executor.Result) {
-	spec := procinit.Spec{Path: path, Args: plan.Args, Env: plan.Env, Dir: plan.Dir, Limits: t.cfg.Limits, Seccomp: true}
+	spec := procinit.Spec{Path: path, Args: plan.Args, Env: plan.Env, Dir: plan.Dir, Limits: t.cfg.Limits,
+		Seccomp: true, DenyUnixSockets: true, PrivateTmp: true, Keep: []string{plan.Root}}
 	ids, err := t.runCredentials(plan.Root)
 	if err != nil {
 		return nil, failure(KindSpawnFailed, err.Error())
@@ -87,6 +88,8 @@ func (t *Tool) enforcementB(spec procinit.Spec, ids runIDs) map[string]any {
 		"child_subreaper":    true,
 		"env":                envNames(spec.Env),
 		"network":            "seccomp refuses inet sockets",
+		"unix_sockets":       "seccomp refuses socket(AF_UNIX): the host's Unix sockets, abstract ones included, are out of reach; socketpair stays",
+		"private_tmp":        map[string]any{"dirs": procinit.PrivateDirs, "fs": "tmpfs, per process, in a mount namespace of its own"},
 		"output_limit_bytes": t.cfg.OutputLimit,
 		"kill_grace_ms":      t.cfg.KillGrace.Milliseconds(),
 		"workspace":          spec.Dir,

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -114,13 +116,19 @@ func setup(spec Spec) error {
 	if err := spec.Limits.apply(); err != nil {
 		return err
 	}
+	if spec.PrivateTmp {
+		// Before seccomp, which refuses mount and unshare.
+		if err := privateTmp(spec.PrivateTmpBytes, spec.Keep); err != nil {
+			return err
+		}
+	}
 	if !spec.Seccomp {
 		return nil
 	}
 	// Installed in the init, with TSYNC on all its threads, so the target
 	// inherits it across fork and exec; the filter allows all the init
 	// still does (wait4, kill, reading /proc).
-	f, err := seccomp.Build(seccomp.Options{})
+	f, err := seccomp.Build(seccomp.Options{DenyUnixSocket: spec.DenyUnixSockets})
 	if err != nil {
 		return err
 	}
@@ -217,4 +225,80 @@ func addRusage(u *Usage) {
 	u.CPUUserMS = ru.Utime.Sec*1000 + ru.Utime.Usec/1000
 	u.CPUSysMS = ru.Stime.Sec*1000 + ru.Stime.Usec/1000
 	u.MaxRSSKB = ru.Maxrss
+}
+
+// privateTmp gives the calling thread — Main keeps the init on one, and the
+// target is forked from it — a mount namespace of its own, stops mount
+// events flowing back to the host, and mounts an empty tmpfs on each of
+// PrivateDirs that exists.
+func privateTmp(size uint64, keep []string) error {
+	if size == 0 {
+		size = 64 << 20
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("private tmp: unshare(CLONE_NEWNS): %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("private tmp: make / a slave mount: %w", err)
+	}
+	// Directories to bind back are opened (in the new namespace) before
+	// they are covered.
+	var kept []*os.File
+	defer func() {
+		for _, f := range kept {
+			f.Close()
+		}
+	}()
+	for _, k := range keep {
+		if !filepath.IsAbs(k) {
+			return fmt.Errorf("private tmp: keep %q is not absolute", k)
+		}
+		fd, err := unix.Open(k, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("private tmp: open %s: %w", k, err)
+		}
+		kept = append(kept, os.NewFile(uintptr(fd), k))
+	}
+	for _, dir := range PrivateDirs {
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() {
+			continue // absent, or a symlink: nothing to hide there
+		}
+		opts := fmt.Sprintf("mode=1777,size=%d,nr_inodes=65536", size)
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("private tmp: mount tmpfs on %s: %w", dir, err)
+		}
+		for _, f := range kept {
+			rel, err := filepath.Rel(dir, f.Name())
+			if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			// Recreate the path inside the tmpfs (root-owned, 0711: only
+			// traversable) and bind the original directory onto it.
+			target := filepath.Join(dir, rel)
+			if err := mkdirAll0711(dir, rel); err != nil {
+				return fmt.Errorf("private tmp: keep %s: %w", f.Name(), err)
+			}
+			src := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+			if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+				return fmt.Errorf("private tmp: bind %s back: %w", f.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// mkdirAll0711 creates rel's directories below base, mode 0711.
+func mkdirAll0711(base, rel string) error {
+	p := base
+	for _, part := range strings.Split(rel, "/") {
+		p = filepath.Join(p, part)
+		if err := os.Mkdir(p, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := os.Chmod(p, 0o711); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -68,6 +68,21 @@ type Spec struct {
 	// Seccomp installs internal/seccomp's filter (with no_new_privs)
 	// before the target starts.
 	Seccomp bool `json:"seccomp,omitempty"`
+	// DenyUnixSockets adds seccomp.Options.DenyUnixSocket to that filter:
+	// a process sharing the host's filesystem and network namespace must
+	// not reach the host's Unix sockets (PostgreSQL's among them).
+	DenyUnixSockets bool `json:"deny_unix_sockets,omitempty"`
+	// PrivateTmp gives the target a mount namespace of its own in which
+	// PrivateDirs are empty tmpfs mounts (mode 1777, PrivateTmpBytes
+	// each), so that it cannot write to, or read what others left in, the
+	// host's world-writable directories. It needs CAP_SYS_ADMIN (a root
+	// launcher).
+	PrivateTmp bool `json:"private_tmp,omitempty"`
+	// PrivateTmpBytes bounds each private tmpfs; 0 means 64 MiB.
+	PrivateTmpBytes uint64 `json:"private_tmp_bytes,omitempty"`
+	// Keep are directories that stay visible when a private tmpfs covers
+	// them (a workspace under /tmp): each is bound back at its path.
+	Keep []string `json:"keep,omitempty"`
 	// UID and GID are the target's credentials; 0 keeps the init's. When
 	// the launcher runs as root it should pass an unprivileged id such as
 	// 65534. A zero GID with a non-zero UID keeps the init's gid.
@@ -113,5 +128,11 @@ func (s Spec) validate() error {
 			return fmt.Errorf("%w: a bridge needs inet sockets, which the init's seccomp filter refuses", ErrInvalidSpec)
 		}
 	}
+	if s.DenyUnixSockets && !s.Seccomp {
+		return fmt.Errorf("%w: deny_unix_sockets needs seccomp", ErrInvalidSpec)
+	}
 	return nil
 }
+
+// PrivateDirs are the world-writable directories PrivateTmp replaces.
+var PrivateDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
