@@ -213,8 +213,12 @@ func TestCPULimitKillsBusyLoop(t *testing.T) {
 	if r.code != 128+r.usage.Signal {
 		t.Errorf("exit %d, want %d", r.code, 128+r.usage.Signal)
 	}
-	if r.usage.CPUUserMS+r.usage.CPUSysMS < 900 {
-		t.Errorf("usage %+v: less than 1 s of CPU", r.usage)
+	// The kernel enforces the limit on the scheduler's exact runtime, while
+	// rusage splits sampled ticks into user and system time: under load the
+	// two differ by a tenth or more. What matters is that it ran a while
+	// before the kernel stopped it, not at once.
+	if r.usage.CPUUserMS+r.usage.CPUSysMS < 500 {
+		t.Errorf("usage %+v: stopped before it had used the CPU limit", r.usage)
 	}
 	if d := time.Since(begin); d > 10*time.Second {
 		t.Errorf("took %v", d)
