@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -104,9 +105,20 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	if cfg.Executor.Enabled {
 		xcfg := executorConfig(cfg)
 		xcfg.Metrics = executor.NewMetrics(ops.Registry())
-		tools, err := toolsFor(cfg)
+		tools, pr, err := toolsFor(ctx, cfg, pool, logger)
 		if err != nil {
 			return err
+		}
+		if pr != nil {
+			defer func() {
+				// After the executor has stopped: background processes end
+				// and their ends are recorded.
+				cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Executor.ShutdownGrace.Duration+10*time.Second)
+				defer ccancel()
+				if err := pr.Close(cctx); err != nil {
+					logger.Error("process.run: closing", slog.Any("error", err))
+				}
+			}()
 		}
 		x, err := executor.New(pool, xcfg, svc.policy, svc.signer, logger, tools...)
 		if err != nil {
@@ -125,43 +137,67 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	return errors.Join(collect(errs)...)
 }
 
-// toolsFor is the executor's tool set: the built-ins, and process.run when
-// configured.
-func toolsFor(cfg config.Config) ([]executor.Tool, error) {
+// toolsFor is the executor's tool set: the built-ins, and process.run (with
+// process.status and process.stop when background processes are on) when
+// configured. The process.run tool is returned too, to be closed after the
+// executor stops; it has already accounted for the processes of dead
+// executors on this host.
+func toolsFor(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, *processrun.Tool, error) {
 	tools := []executor.Tool{executor.Echo{}, executor.Sleep{}}
 	p := cfg.Process
 	if !p.Enabled {
-		return tools, nil
+		return tools, nil, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("process_run: %w", err)
+		return nil, nil, fmt.Errorf("process_run: %w", err)
 	}
 	root, err := filepath.Abs(p.WorkspaceRoot)
 	if err != nil {
-		return nil, fmt.Errorf("process_run.workspace_root: %w", err)
+		return nil, nil, fmt.Errorf("process_run.workspace_root: %w", err)
 	}
 	private := make([]netip.Prefix, 0, len(p.EgressPrivateRanges))
 	for _, r := range p.EgressPrivateRanges {
 		pr, err := netip.ParsePrefix(r)
 		if err != nil {
-			return nil, fmt.Errorf("process_run.egress_private_ranges: %w", err)
+			return nil, nil, fmt.Errorf("process_run.egress_private_ranges: %w", err)
 		}
 		private = append(private, pr)
+	}
+	var bg processrun.BackgroundConfig
+	if p.Background {
+		bg = processrun.BackgroundConfig{Pool: pool, MaxProcesses: p.MaxBackground, MaxPerRun: p.MaxBackgroundPerRun,
+			Logger: logger.With(slog.String("component", "process.run"))}
 	}
 	pr, err := processrun.New(processrun.Config{
 		Tier: p.Tier, Self: self, WorkspaceRoot: root,
 		Policy: procinput.Policy{AllowedExecutables: p.AllowedExecutables, AllowInterpreters: p.AllowInterpreters,
+			AllowDetached: p.AllowDetached, MaxBackgroundLifetime: p.MaxBackgroundLifetime.Duration,
 			EgressMode: p.EgressMode, EgressAllowlist: p.EgressAllowlist, MaxTimeout: p.MaxTimeout.Duration},
+		Background: bg, Cgroups: p.Cgroups, UIDBase: uint32(p.UIDBase), UIDCount: uint32(p.UIDCount),
 		Limits: procinit.Limits{CPUSeconds: uint64(p.RlimitCPUSeconds), AddressSpace: uint64(p.RlimitAddressSpace),
 			FileSize: uint64(p.RlimitFileSize), OpenFiles: uint64(p.RlimitOpenFiles), Processes: uint64(p.RlimitProcesses)},
 		OutputLimit: p.OutputLimitBytes, KillGrace: p.KillGrace.Duration, UID: uint32(p.UID), GID: uint32(p.GID),
 		EgressPorts: p.EgressPorts, EgressPrivateRanges: private,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("process_run: %w", err)
+		return nil, nil, fmt.Errorf("process_run: %w", err)
 	}
-	return append(tools, pr), nil
+	tools = append(tools, pr)
+	if st := pr.StatusTool(); st != nil {
+		tools = append(tools, st, pr.StopTool())
+	}
+	// Tier B processes of dead executors that escaped their init (setsid,
+	// double fork) are still in their cgroup leaves.
+	orphans, err := pr.SweepOrphans(ctx)
+	if err != nil {
+		logger.Warn("process.run: sweeping orphaned cgroups", slog.Any("error", err))
+	}
+	for _, o := range orphans {
+		logger.Warn("process.run: killed the processes of a dead executor", slog.String("owner", o.Owner),
+			slog.String("leaf", o.Leaf), slog.Int("processes", len(o.PIDs)))
+	}
+	return tools, pr, nil
 }
 
 func collect(errs <-chan error) []error {

@@ -85,6 +85,16 @@ type Process struct {
 	// private/loopback ranges (CIDR) declared hosts may resolve into
 	EgressPorts         []int    `toml:"egress_ports"`
 	EgressPrivateRanges []string `toml:"egress_private_ranges"`
+	// background processes ("background" in process.run's input)
+	Background            bool     `toml:"background"`              // allow them at all
+	AllowDetached         bool     `toml:"allow_detached"`          // mode "detached": not ended with the run
+	MaxBackground         int      `toml:"max_background"`          // per executor process
+	MaxBackgroundPerRun   int      `toml:"max_background_per_run"`  // running at once, over all executors
+	MaxBackgroundLifetime Duration `toml:"max_background_lifetime"` // at most 30m
+	// tier B
+	Cgroups  string `toml:"cgroups"`   // auto, required or off: a cgroup v2 leaf per process
+	UIDBase  int    `toml:"uid_base"`  // per-run uids are [uid_base, uid_base+uid_count)
+	UIDCount int    `toml:"uid_count"` //
 }
 
 // Policy names the Cedar policy files every request is authorized against.
@@ -155,7 +165,9 @@ func Default() Config {
 			EgressMode: "none", EgressAllowlist: []string{}, MaxTimeout: Duration{30 * time.Second},
 			OutputLimitBytes: 64 << 10, KillGrace: Duration{500 * time.Millisecond}, UID: 65534, GID: 65534,
 			RlimitCPUSeconds: 2, RlimitFileSize: 64 << 20, RlimitOpenFiles: 256, RlimitProcesses: 256,
-			EgressPorts: []int{80, 443}, EgressPrivateRanges: []string{}},
+			EgressPorts: []int{80, 443}, EgressPrivateRanges: []string{},
+			Background: true, MaxBackground: 16, MaxBackgroundPerRun: 4, MaxBackgroundLifetime: Duration{30 * time.Minute},
+			Cgroups: "auto", UIDBase: 200000, UIDCount: 65536},
 		Dev: Dev{DataDir: filepath.Join(".execledger", "pgdata")},
 	}
 }
@@ -248,6 +260,15 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("process_run: output_limit_bytes and max_timeout must be positive, kill_grace, uid and gid not negative"))
 	}
 	errs = append(errs, p.validateLimitsAndEgress()...)
+	if p.MaxBackground < 1 || p.MaxBackgroundPerRun < 1 || p.MaxBackgroundLifetime.Duration <= 0 || p.MaxBackgroundLifetime.Duration > 30*time.Minute {
+		errs = append(errs, errors.New("process_run: max_background and max_background_per_run must be positive, max_background_lifetime between 0 and 30m"))
+	}
+	if p.Cgroups != "auto" && p.Cgroups != "required" && p.Cgroups != "off" {
+		errs = append(errs, fmt.Errorf("process_run.cgroups: %q is not auto, required or off", p.Cgroups))
+	}
+	if p.UIDBase < 1000 || p.UIDCount < 1 || int64(p.UIDBase)+int64(p.UIDCount) > 1<<32-2 {
+		errs = append(errs, errors.New("process_run: uid_base must be at least 1000, uid_count positive, and the range below 4294967294"))
+	}
 	if c.Dev.DataDir == "" {
 		errs = append(errs, errors.New("dev.data_dir: must not be empty"))
 	}
@@ -369,16 +390,28 @@ func setField(f reflect.Value, s string) error {
 		}
 		f.SetBool(b)
 	case reflect.Slice:
-		if f.Type().Elem().Kind() != reflect.String {
-			return fmt.Errorf("unsupported list type %s", f.Type())
-		}
 		var items []string
 		for _, it := range strings.Split(s, ",") {
 			if it = strings.TrimSpace(it); it != "" {
 				items = append(items, it)
 			}
 		}
-		f.Set(reflect.ValueOf(items))
+		switch f.Type().Elem().Kind() {
+		case reflect.String:
+			f.Set(reflect.ValueOf(items))
+		case reflect.Int:
+			ns := make([]int, 0, len(items))
+			for _, it := range items {
+				n, err := strconv.Atoi(it)
+				if err != nil {
+					return fmt.Errorf("%q is not an integer", it)
+				}
+				ns = append(ns, n)
+			}
+			f.Set(reflect.ValueOf(ns))
+		default:
+			return fmt.Errorf("unsupported list type %s", f.Type())
+		}
 	default:
 		return fmt.Errorf("unsupported type %s", f.Type())
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -42,10 +43,14 @@ label = "from-file"
 		"EXECLEDGER_SERVE_LABEL=from-env",
 		"EXECLEDGER_DATABASE_MAX_CONNS=4",
 		"EXECLEDGER_CONFIG=ignored",
+		"EXECLEDGER_PROCESS_RUN_EGRESS_PORTS=443, 8443",
 		"PATH=/bin",
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fmt.Sprint(cfg.Process.EgressPorts) != "[443 8443]" {
+		t.Fatalf("egress_ports = %v", cfg.Process.EgressPorts)
 	}
 	if cfg.Serve.Label != "from-env" || cfg.Serve.Listen != "127.0.0.1:1000" || cfg.Database.MaxConns != 4 ||
 		cfg.Database.ConnectTimeout.Duration != 3*time.Second || cfg.Database.URL != "postgres://file@127.0.0.1/x" {
@@ -78,6 +83,10 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"bad url":            {env: []string{"DATABASE_URL=mysql://x"}, want: "database.url"},
 		"bad listen":         {env: []string{"EXECLEDGER_SERVE_LISTEN=nope"}, want: "serve.listen"},
 		"zero pool":          {env: []string{"EXECLEDGER_DATABASE_MAX_CONNS=0"}, want: "database.max_conns"},
+		"bad port list":      {env: []string{"EXECLEDGER_PROCESS_RUN_EGRESS_PORTS=80,http"}, want: "EXECLEDGER_PROCESS_RUN_EGRESS_PORTS"},
+		"long lifetime":      {env: []string{"EXECLEDGER_PROCESS_RUN_MAX_BACKGROUND_LIFETIME=31m"}, want: "max_background_lifetime"},
+		"bad cgroups":        {env: []string{"EXECLEDGER_PROCESS_RUN_CGROUPS=maybe"}, want: "process_run.cgroups"},
+		"low uid base":       {env: []string{"EXECLEDGER_PROCESS_RUN_UID_BASE=0"}, want: "uid_base"},
 		"malformed toml":     {file: "[serve\n", want: "execledger.toml"},
 		"wrong type in file": {file: "[database]\nmax_conns = \"x\"\n", want: "max_conns"},
 	} {

@@ -129,6 +129,9 @@ func newBackground(t *Tool, cfg BackgroundConfig) (*background, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &background{t: t, cfg: cfg, store: ledger.NewStore(cfg.Pool), me: me, logger: cfg.Logger,
 		ctx: ctx, cancel: cancel, procs: map[uuid.UUID]*bgProc{}}
+	// Dead executors' processes are accounted for before anything else
+	// (and before Tool.SweepOrphans kills what is left in their cgroups).
+	b.recoverOrphans(ctx)
 	b.loop.Go(b.watch)
 	return b, nil
 }
@@ -458,7 +461,6 @@ func (b *background) watch() {
 	defer poll.Stop()
 	scan := time.NewTicker(b.cfg.OrphanScan)
 	defer scan.Stop()
-	b.recoverOrphans(b.ctx)
 	for {
 		select {
 		case <-b.ctx.Done():
