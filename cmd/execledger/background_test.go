@@ -68,6 +68,15 @@ func submitJSON(t *testing.T, db *testdb.DB, tool, input, run string) map[string
 	return req
 }
 
+func workspaceRootOf(environ []string) string {
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "EXECLEDGER_PROCESS_RUN_WORKSPACE_ROOT="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 func survivorsOf(marker string) []string {
 	var out []string
 	entries, _ := os.ReadDir("/proc")
@@ -88,7 +97,7 @@ func TestBackgroundProcessesSurviveNoExecutorCrash(t *testing.T) {
 	for _, tier := range []string{"B", "C"} {
 		t.Run(tier, func(t *testing.T) {
 			t.Parallel()
-			db, environ := processEnv(t, tier)
+			db, environ := processEnv(t, tier, "EXECLEDGER_PROCESS_RUN_ALLOWED_EXECUTABLES=sleep,sh", "EXECLEDGER_PROCESS_RUN_ALLOW_INTERPRETERS=true")
 			self, err := os.Executable()
 			if err != nil {
 				t.Fatal(err)
@@ -109,20 +118,35 @@ func TestBackgroundProcessesSurviveNoExecutorCrash(t *testing.T) {
 			})
 
 			marker := fmt.Sprint(4000 + time.Now().UnixNano()%1000)
-			req := submitJSON(t, db, "process.run", fmt.Sprintf(`{"command":"sleep","args":[%q],"background":true}`, marker), "r")
+			escapee := fmt.Sprint(5000 + time.Now().UnixNano()%1000)
+			// The background process leaves a setsid'd descendant behind,
+			// which no parent-death signal reaches.
+			ws := filepath.Join(workspaceRootOf(environ), "ops", "r")
+			if err := os.MkdirAll(ws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			script := fmt.Sprintf("setsid sleep %s &\nexec sleep %s\n", escapee, marker)
+			if err := os.WriteFile(filepath.Join(ws, "bg.sh"), []byte(script), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			req := submitJSON(t, db, "process.run", `{"command":"sh","args":["bg.sh"],"background":true}`, "r")
 			output, _ := req["output"].(map[string]any)
 			handle, _ := output["handle"].(string)
 			if req["state"] != "succeeded" || handle == "" {
 				t.Fatalf("background start: %v\n%s", req, out)
 			}
-			if len(survivorsOf(marker)) == 0 {
-				t.Fatal("the background process is not running")
+			deadline := time.Now().Add(5 * time.Second)
+			for len(survivorsOf(marker)) == 0 || len(survivorsOf(escapee)) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the background process is not running: %v %v", survivorsOf(marker), survivorsOf(escapee))
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 			if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			_ = child.Wait()
-			deadline := time.Now().Add(5 * time.Second)
+			deadline = time.Now().Add(5 * time.Second)
 			for len(survivorsOf(marker)) > 0 {
 				if time.Now().After(deadline) {
 					t.Fatalf("the background process outlived its executor: %v", survivorsOf(marker))
@@ -151,6 +175,15 @@ func TestBackgroundProcessesSurviveNoExecutorCrash(t *testing.T) {
 			}
 			if state != "lost" && state != "ended" {
 				t.Fatalf("state %s", state)
+			}
+			// Tier C's pid namespace took the escapee with it; in tier B the
+			// next executor's sweep of the dead one's cgroup leaves did.
+			deadline = time.Now().Add(10 * time.Second)
+			for len(survivorsOf(escapee)) > 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("a setsid'd descendant of the background process survived its executor and the next one: %v", survivorsOf(escapee))
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 			st := submitJSON(t, db, "process.status", fmt.Sprintf(`{"handle":%q}`, handle), "r")
 			so, _ := st["output"].(map[string]any)
