@@ -10,15 +10,16 @@
 //
 //   - B re-executes the execledger binary (Config.Self) as the
 //     internal/sandbox/procinit init: rlimits, the internal/seccomp filter
-//     (which refuses AF_INET/AF_INET6 sockets, so tier B is offline whatever
-//     the egress mode), an unprivileged UID/GID when the daemon runs as root,
-//     a child subreaper that kills every descendant when the target ends.
-//     All runs share Config.UID: two runs' workspaces are separate
-//     directories and procinput refuses arguments naming the other one, but
-//     a program that builds a path at run time could reach another run's
-//     workspace under the same uid. Per-run uids (or tier C) close that.
-//     RLIMIT_NPROC counts every process of the uid on the machine, so
-//     concurrent runs share Limits.Processes.
+//     (which refuses inet sockets, so tier B is offline whatever the egress
+//     mode, and Unix sockets, so the host's — PostgreSQL's among them — are
+//     out of reach), empty private /tmp, /var/tmp and /dev/shm in a mount
+//     namespace of its own, a child subreaper that kills every descendant
+//     when the target ends. Each run's programs run as a uid of their own
+//     (Config.UIDBase, UIDCount; uid.go), so runs cannot signal or read each
+//     other and RLIMIT_NPROC bounds one run. Each process starts in a cgroup
+//     v2 leaf of its own where the host offers one (cgroup.go), killed as a
+//     whole when the init exits. Tier B needs a root daemon: New refuses
+//     otherwise, since the programs would run as the daemon itself.
 //   - C runs bubblewrap (internal/sandbox/bwrap): new user, pid, mount,
 //     ipc, uts, cgroup and net namespaces, no nested user namespaces, no
 //     capabilities, a new session, the daemon's death kills it, a cleared
@@ -60,6 +61,18 @@
 // egress without declared hosts runs offline. Tier B cannot confine a
 // process's network, so "strict" fails closed there (egress_denied, as in
 // Palyra).
+//
+// Background processes (background.go, proctools.go; Config.Background):
+// a call with "background" returns a handle once the process has lived
+// BackgroundConfig.StartupCheck, and a supervisor goroutine, on an OS
+// thread of its own for the process's parent-death signal, keeps it until
+// it ends, its lifetime passes, process.stop asks, its run ends (run_owned)
+// or the tool is closed. The handle is the stream process:<handle> and a
+// ledger.processes row; the end, with output and usage, is
+// process.ended. ProcessTool (process.status, process.stop) takes only a
+// handle of the caller's principal and run. Processes of dead executors on
+// this host are recorded (lost, or ended/orphaned when one had to be
+// killed) when a Tool starts and every OrphanScan.
 //
 // Output: stdout and stderr share one budget, Config.OutputLimit, read in 4
 // KiB chunks. Past the budget the tree is stopped, the output read so far is
