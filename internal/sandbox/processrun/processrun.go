@@ -41,9 +41,9 @@ const (
 )
 
 // DefaultLimits are the rlimits of a zero Config.Limits. Processes is
-// RLIMIT_NPROC, which the kernel counts per uid over the whole machine
-// (and does not enforce for root): concurrent runs under the same UID
-// share it.
+// RLIMIT_NPROC, which the kernel counts per uid and user namespace: in
+// tier B it bounds the processes of one run (its own uid), in tier C those
+// of one sandbox.
 var DefaultLimits = procinit.Limits{
 	CPUSeconds: 2,
 	FileSize:   64 << 20,
@@ -72,8 +72,9 @@ type Config struct {
 	OutputLimit int
 	// KillGrace is the time between SIGTERM and SIGKILL.
 	KillGrace time.Duration
-	// UID and GID run the program; 0 means 65534. In tier B they apply
-	// only when the daemon runs as root.
+	// UID and GID are tier C's: the sandbox's uid inside, and bubblewrap's
+	// on the host when the daemon runs as root; 0 means 65534. Tier B uses
+	// per-run uids (UIDBase, UIDCount).
 	UID, GID uint32
 	// Background enables background processes; see BackgroundConfig.
 	Background BackgroundConfig
@@ -348,8 +349,8 @@ func (t *Tool) workspace(call executor.Call) (string, error) {
 		return "", fmt.Errorf("%s is not a directory", dir)
 	}
 	// Tier B runs the program as the run's own uid, which owns its
-	// workspace (uid.go). Tier C's sandbox uid maps to the daemon's, which
-	// owns it already.
+	// workspace (uid.go). Tier C hands the workspace to its host uid in
+	// prepareC.
 	if t.cfg.Tier == "B" && os.Geteuid() == 0 {
 		if err := t.assignUID(dir); err != nil {
 			return "", err
