@@ -227,7 +227,10 @@ func TestBackgroundRefusals(t *testing.T) {
 }
 
 func TestBackgroundEndingAtOnceIsAForegroundCall(t *testing.T) {
-	e := newBackgroundTool(t, "B", procinput.Policy{AllowedExecutables: []string{"echo"}})
+	// A long startup check: under -race the init lingers a second after
+	// its target has exited (the race runtime's exit delay).
+	e := newBackgroundTool(t, "B", procinput.Policy{AllowedExecutables: []string{"echo"}},
+		func(c *Config) { c.Background.StartupCheck = 10 * time.Second })
 	res := e.tool.Run(context.Background(), callAs("alice", "r", `{"command":"echo","args":["quick"],"background":true}`))
 	if res.ErrorKind != "" {
 		t.Fatal(res)
