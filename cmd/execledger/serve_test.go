@@ -198,27 +198,7 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 // refused.
 func TestServeRunsProcesses(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	if err := db.MapPrincipal(context.Background(), "postgres", "ops"); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o711); err != nil { // the sandbox's uid traverses it
-			t.Fatal(err)
-		}
-	}
-	pol := filepath.Join(dir, "ops.cedar")
-	if err := os.WriteFile(pol, []byte(`permit (principal == Principal::"ops", action == Action::"tool.execute", resource == Tool::"process.run");`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	key := filepath.Join(dir, "attest.key")
-	if _, err := attest.GenerateKeyFiles(key, key+".pub"); err != nil {
-		t.Fatal(err)
-	}
-	environ := []string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=", "EXECLEDGER_POLICY_FILES=" + pol,
-		"EXECLEDGER_ATTEST_KEY_FILE=" + key, "EXECLEDGER_PROCESS_RUN_ENABLED=true", "EXECLEDGER_PROCESS_RUN_TIER=C",
-		"EXECLEDGER_PROCESS_RUN_WORKSPACE_ROOT=" + filepath.Join(dir, "ws"), "EXECLEDGER_PROCESS_RUN_ALLOWED_EXECUTABLES=echo,cat"}
+	db, environ := processEnv(t, "C", "EXECLEDGER_PROCESS_RUN_ALLOWED_EXECUTABLES=echo,cat")
 	startCommand(t, environ, "serve")
 
 	client := []string{"DATABASE_URL=" + db.URL}
