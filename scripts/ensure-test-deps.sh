@@ -8,7 +8,8 @@
 #   - docker-compose, to validate docker-compose.yml (there is no Docker
 #     engine here: the file is checked, not run);
 #   - bubblewrap, for the sandbox tests (tier C and the seccomp filter);
-#   - curl, the client tier C's egress tests run inside the sandbox.
+#   - curl, the client tier C's egress tests run inside the sandbox;
+#   - make and git, launchers the sandbox tests show confined.
 # Idempotent; fast when all is in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,8 @@ command -v docker-compose >/dev/null 2>&1 || apt_install docker-compose
 command -v psql >/dev/null 2>&1 || apt_install postgresql-client
 command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap
 command -v curl >/dev/null 2>&1 || apt_install curl
+command -v make >/dev/null 2>&1 || apt_install make
+command -v git >/dev/null 2>&1 || apt_install git
 
 url="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
 if psql "$url" -qAtc 'SELECT 1' >/dev/null 2>&1; then

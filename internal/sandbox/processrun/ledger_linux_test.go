@@ -996,7 +996,7 @@ func TestLedgerLaunchersStayConfined(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
 				if _, err := exec.LookPath(c.program); err != nil {
-					t.Skipf("%s is not installed on this host", c.program)
+					t.Fatalf("%s is not installed on this host (scripts/ensure-test-deps.sh installs it)", c.program)
 				}
 				runID := fmt.Sprintf("launcher-%d", i)
 				probe, m := launcherProbe(t, c.env, runID)
