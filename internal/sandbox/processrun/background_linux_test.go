@@ -4,7 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -352,4 +358,58 @@ VALUES ($1, 'alice', 'r', $2, 'run_owned', 'B', 'sleep', $3, $4, $5, now(), now(
 	if got := strings.Join(streamTypes(t, e, lost), " "); got != "process.started process.lost" {
 		t.Fatalf("lost stream %s", got)
 	}
+}
+
+// TestBackgroundStrictEgressRecordsConnections runs a tier C background
+// process with strict egress: each connection it makes is an
+// egress.connection event on its process stream while it runs, before its
+// process.ended.
+func TestBackgroundStrictEgressRecordsConnections(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatalf("curl is required (scripts/ensure-test-deps.sh installs it): %v", err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") }))
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	pol := interpreters
+	pol.EgressMode = procinput.EgressStrict
+	pol.EgressAllowlist = []string{"allowed.test"}
+	e := newBackgroundTool(t, "C", pol, func(c *Config) {
+		c.EgressPorts = []int{port}
+		c.EgressResolver = fakeResolver{"api.allowed.test": {loopback}}
+		c.EgressSocketDir = filepath.Join(c.WorkspaceRoot, "..", "egress")
+		c.EgressPrivateRanges = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+	ws := prepare(t, e.tool, "r-net")
+	script := fmt.Sprintf("curl -sS --max-time 10 http://api.allowed.test:%d/a\ncurl -sS --max-time 10 http://elsewhere.test:%d/b\nexec sleep 3601\n", port, port)
+	if err := os.WriteFile(filepath.Join(ws, "bg.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := startBackground(t, e, "r-net", `{"command":"sh","args":["bg.sh"],"requested_egress_hosts":["api.allowed.test"],"background":true}`)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		types := streamTypes(t, e, out.Handle)
+		if strings.Count(strings.Join(types, " "), "egress.connection") == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process stream while running: %v", types)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s, res := status(t, e.tool.StopTool(), "alice", "r-net", out.Handle); s.State != "ended" {
+		t.Fatalf("stop: %+v", res)
+	}
+	if got := strings.Join(streamTypes(t, e, out.Handle), " "); got != "process.started egress.connection egress.connection process.stop_requested process.ended" {
+		t.Fatalf("stream: %s", got)
+	}
+	var allowed []bool
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT array_agg((payload->>'allowed')::boolean ORDER BY version)
+FROM ledger.events WHERE stream = $1 AND type = 'egress.connection'`, processStream(out.Handle)).Scan(&allowed); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(allowed) != "[true false]" {
+		t.Fatalf("allowed = %v", allowed)
+	}
+	waitNoSurvivors(t, "3601")
 }
