@@ -9,7 +9,9 @@
 #     engine here: the file is checked, not run);
 #   - bubblewrap, for the sandbox tests (tier C and the seccomp filter);
 #   - curl, the client tier C's egress tests run inside the sandbox;
-#   - make and git, launchers the sandbox tests show confined.
+#   - make and git, launchers the sandbox tests show confined;
+#   - wabt, whose wat2wasm builds the WebAssembly text modules the fuel
+#     metering tests (internal/wasm/meter) run.
 # Idempotent; fast when all is in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,7 @@ command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap
 command -v curl >/dev/null 2>&1 || apt_install curl
 command -v make >/dev/null 2>&1 || apt_install make
 command -v git >/dev/null 2>&1 || apt_install git
+command -v wat2wasm >/dev/null 2>&1 || apt_install wabt
 
 url="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
 if psql "$url" -qAtc 'SELECT 1' >/dev/null 2>&1; then

@@ -1,0 +1,43 @@
+package meter
+
+import (
+	"fmt"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// SetFuel sets the fuel left in an instance of an instrumented module.
+func SetFuel(mod api.Module, fuel int64) error {
+	g, err := fuelGlobal(mod)
+	if err != nil {
+		return err
+	}
+	if fuel < 0 {
+		return fmt.Errorf("meter: fuel %d is negative", fuel)
+	}
+	g.Set(api.EncodeI64(fuel))
+	return nil
+}
+
+// Fuel returns the fuel left in an instance of an instrumented module. It
+// is negative after the instance ran out, which ends the call with an
+// unreachable trap; any other trap leaves it at zero or more. The fuel a
+// call used is what SetFuel gave it less Fuel; when it ran out, that is
+// the budget plus the part of the last charge that did not fit, so a
+// ledger records min(used, budget). The global stays readable after the
+// instance is closed, as WASI proc_exit does.
+func Fuel(mod api.Module) (int64, error) {
+	g, err := fuelGlobal(mod)
+	if err != nil {
+		return 0, err
+	}
+	return int64(g.Get()), nil
+}
+
+func fuelGlobal(mod api.Module) (api.MutableGlobal, error) {
+	g, ok := mod.ExportedGlobal(FuelExport).(api.MutableGlobal)
+	if !ok || g.Type() != api.ValueTypeI64 {
+		return nil, fmt.Errorf("%w: %q exports no mutable i64 %s", ErrNotMetered, mod.Name(), FuelExport)
+	}
+	return g, nil
+}
