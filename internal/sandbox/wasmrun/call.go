@@ -1,0 +1,147 @@
+package wasmrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/execledger/execledger/executor"
+)
+
+// execute runs entry e of p in a fresh instance with input, and closes the
+// instance.
+func (t *Tool) execute(ctx context.Context, p *program, e entry, input []byte) executor.Result {
+	cfg := &t.h.cfg
+	began := time.Now()
+	mem := &memoryCap{limit: uint64(cfg.MemoryLimitPages) * pageSize}
+	std := stdio{stdin: bytes.NewReader(input),
+		stdout: &limitedBuffer{limit: cfg.OutputLimit}, stderr: &limitedBuffer{limit: cfg.StderrLimit}}
+	o := outcome{metered: t.run.meter.metered(), memLimit: cfg.MemoryLimitPages, fuelLimit: t.fuel}
+
+	mod, err := t.run.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), p.compiled,
+		callConfig(t.mc, p.digest, input, std))
+	var results []uint64
+	var fuelErr error
+	if err != nil {
+		o.err, o.instantiate = err, true
+	} else {
+		results, o.err = call(ctx, mod, e)
+		o.fuelLeft, fuelErr = t.run.meter.left(mod)
+		mod.Close(context.WithoutCancel(ctx))
+	}
+	o.memRefused = mem.Refused()
+
+	res := executor.Result{Enforcement: maps.Clone(t.enf), Resources: map[string]int64{
+		"wall_ms":           time.Since(began).Milliseconds(),
+		"memory_pages_peak": mem.PeakPages(),
+		"module_bytes":      int64(p.size),
+		"output_bytes":      std.stdout.total,
+	}}
+	res.Enforcement["module_digest"] = p.digest
+	res.Enforcement["entrypoint"] = e.name
+	res.Enforcement["abi"] = e.abi
+	res.Enforcement["host_modules"] = p.hosts
+	if o.metered {
+		res.Enforcement["instrumented_digest"] = p.instDigest
+		res.Resources["fuel_limit"] = t.fuel
+		if !o.instantiate { // else unknown: the start function may have used some
+			res.Resources["fuel_used"] = t.fuel - max(o.fuelLeft, 0)
+		}
+	}
+	if fuelErr != nil {
+		return t.failure(res, refuse(kindRuntimeFailure, "reading the fuel left: %v", fuelErr), o, std)
+	}
+	if o.err != nil {
+		return t.failure(res, classify(ctx, o), o, std)
+	}
+	if ctx.Err() != nil { // finished, but only after it was told to stop
+		return t.failure(res, interrupted(ctx), o, std)
+	}
+	out, cerr := t.output(e, results, std)
+	if cerr != nil {
+		return t.failure(res, cerr, o, std)
+	}
+	res.Output = out
+	return res
+}
+
+// call runs the entrypoint, after _initialize for a WASI reactor. A WASI
+// command's exit with code 0 is a success.
+func call(ctx context.Context, mod api.Module, e entry) ([]uint64, error) {
+	if e.initialize {
+		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
+			return nil, err
+		}
+	}
+	results, err := mod.ExportedFunction(e.name).Call(ctx)
+	if exit, ok := err.(*sys.ExitError); ok && exit.ExitCode() == 0 && ctx.Err() == nil {
+		return results, nil
+	}
+	return results, err
+}
+
+// output builds a successful call's output: {"result": N}, or the JSON
+// object a WASI command wrote to stdout, redacted.
+func (t *Tool) output(e entry, results []uint64, std stdio) (json.RawMessage, *callError) {
+	if e.abi == abiResult {
+		if len(results) == 0 { // proc_exit(0) instead of a return
+			return nil, refuse(kindRuntimeFailure, "the module exited without returning a result")
+		}
+		n := int64(int32(uint32(results[0])))
+		if e.i64 {
+			n = int64(results[0])
+		}
+		return json.RawMessage(`{"result":` + strconv.FormatInt(n, 10) + `}`), nil
+	}
+	if std.stdout.Truncated() {
+		return nil, refuse(kindQuotaExceeded, "output is %d bytes; the limit is %d", std.stdout.total, t.h.cfg.OutputLimit)
+	}
+	b := bytes.TrimSpace(std.stdout.buf.Bytes())
+	if !isObject(b) {
+		return nil, refuse(kindRuntimeFailure, "output is not a JSON object: %q", t.h.cfg.Redactor.String(clip(string(b), 200)))
+	}
+	return t.h.cfg.Redactor.JSON(b), nil
+}
+
+// failure completes res for a failed call: the error, and as output what
+// the module wrote to stderr (redacted, bounded) and its exit code or
+// trap.
+func (t *Tool) failure(res executor.Result, ce *callError, o outcome, std stdio) executor.Result {
+	res.ErrorKind, res.TimedOut = ce.kind, ce.kind == kindTimedOut
+	res.Error = t.name + ": " + ce.msg
+	out := map[string]any{}
+	if std.stderr.total > 0 {
+		s := t.h.cfg.Redactor.String(strings.ToValidUTF8(std.stderr.buf.String(), "\uFFFD"))
+		out["stderr"], out["stderr_truncated"] = s, std.stderr.Truncated()
+		res.Error += "; stderr: " + clip(s, 512)
+	}
+	if exit, ok := o.err.(*sys.ExitError); ok && ce.kind == kindRuntimeFailure {
+		out["exit_code"] = exit.ExitCode()
+	} else if o.err != nil && ce.kind == kindRuntimeFailure {
+		out["trap"] = clip(o.err.Error(), 4096)
+	}
+	if len(out) > 0 {
+		res.Output, _ = json.Marshal(out)
+	}
+	return res
+}
+
+// clip cuts s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

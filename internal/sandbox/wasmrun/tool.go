@@ -1,0 +1,171 @@
+package wasmrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/execledger/execledger/executor"
+)
+
+// Tool runs WebAssembly modules in tier A: a registered skill's module,
+// or (plugin.run) the module a call sends. It is safe for concurrent use.
+type Tool struct {
+	h       *Host
+	name    string
+	run     *runner
+	fuel    int64
+	timeout time.Duration
+	enf     map[string]any // what every call records; copied per call
+	mc      wazero.ModuleConfig
+
+	// A registered module:
+	mod   Module
+	prog  *program
+	entry entry
+
+	// plugin.run:
+	cache *moduleCache
+}
+
+var _ executor.Tool = (*Tool)(nil)
+
+// Name is the skill's tool id, or plugin.run.
+func (t *Tool) Name() string { return t.name }
+
+// Executor is "sandbox_tier_a".
+func (t *Tool) Executor() string { return "sandbox_tier_a" }
+
+// Tier is "A".
+func (t *Tool) Tier() string { return "A" }
+
+// SafeToRepeat is true: a module sees nothing of the host but its input,
+// a deterministic clock and a seeded random source, and can do nothing
+// outside its instance, so running a call twice does no harm. Skills that
+// are granted a non-deterministic capability will not be.
+func (t *Tool) SafeToRepeat() bool { return true }
+
+// Engine is the wazero engine the tool's runtime uses: "compiler" or
+// "interpreter".
+func (t *Tool) Engine() string { return t.run.engine }
+
+// Validate checks the input: a JSON object for a registered skill;
+// plugin.run's object (see parsePlugin) otherwise.
+func (t *Tool) Validate(input json.RawMessage) error {
+	if t.cache != nil {
+		if _, err := t.parsePlugin(input); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		return nil
+	}
+	if !isObject(input) {
+		return fmt.Errorf("%s: input is not a JSON object", t.name)
+	}
+	return nil
+}
+
+// Run runs one call in a fresh instance, closed after it. It waits for an
+// instance slot until ctx ends; then the call's timeout starts.
+func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
+	if t.cache != nil {
+		return t.runPlugin(ctx, call.Input)
+	}
+	if !isObject(call.Input) {
+		return t.failed(refuse(kindInvalidInput, "input is not a JSON object"), nil)
+	}
+	if err := t.h.acquire(ctx); err != nil {
+		return t.failed(err, nil)
+	}
+	defer t.h.release()
+	ctx, cancel := context.WithTimeoutCause(ctx, t.timeout, errTimeout)
+	defer cancel()
+	return t.execute(ctx, t.prog, t.entry, call.Input)
+}
+
+// runPlugin runs plugin.run: the module is compiled (or found in the
+// cache) while the call holds its slot, within its timeout.
+func (t *Tool) runPlugin(ctx context.Context, input json.RawMessage) executor.Result {
+	in, err := t.parsePlugin(input)
+	if err != nil {
+		return t.failed(refuse(kindInvalidInput, "%v", err), nil)
+	}
+	enf := map[string]any{"module_digest": in.digest}
+	if err := t.h.acquire(ctx); err != nil {
+		return t.failed(err, enf)
+	}
+	defer t.h.release()
+	ctx, cancel := context.WithTimeoutCause(ctx, t.timeout, errTimeout)
+	defer cancel()
+	p, done, err := t.cache.get(ctx, in.digest, func() (*program, error) {
+		// Not ended by this call's context: other calls may wait for it.
+		return t.run.compile(context.WithoutCancel(ctx), in.module, in.digest, t.fuel)
+	})
+	if err != nil {
+		return t.failed(err, enf)
+	}
+	defer done()
+	e, err := p.entry(in.entrypoint)
+	if err != nil {
+		return t.failed(err, enf)
+	}
+	return t.execute(ctx, p, e, in.input)
+}
+
+// failed is a Result for a call refused before its module ran.
+func (t *Tool) failed(err error, enf map[string]any) executor.Result {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		ce = refuse(kindRuntimeFailure, "%v", err)
+	}
+	res := executor.Result{ErrorKind: ce.kind, Error: t.name + ": " + ce.msg, TimedOut: ce.kind == kindTimedOut,
+		Enforcement: maps.Clone(t.enf)}
+	maps.Copy(res.Enforcement, enf)
+	return res
+}
+
+// baseEnforcement is what every call of t records.
+func (t *Tool) baseEnforcement() map[string]any {
+	cfg := t.h.cfg
+	env := slices.Sorted(maps.Keys(t.mod.Env))
+	if env == nil {
+		env = []string{}
+	}
+	enf := map[string]any{
+		"engine":             t.run.engine,
+		"memory_limit_pages": cfg.MemoryLimitPages,
+		"table_limit":        cfg.TableLimit,
+		"max_instances":      cfg.MaxInstances,
+		"max_module_bytes":   cfg.MaxModuleBytes,
+		"output_limit_bytes": cfg.OutputLimit,
+		"timeout_ms":         t.timeout.Milliseconds(),
+		"wasi": map[string]any{
+			"preopens": "none", "network": "none", "clock": "fixed", "random": "seeded",
+			"env": env, "args": []string{t.name},
+		},
+	}
+	if t.run.meter.metered() {
+		enf["fuel_limit"] = t.fuel
+	} else {
+		enf["fuel_limit"] = 0
+		enf["fuel"] = "unmetered: only the timeout bounds the call"
+	}
+	if t.prog != nil {
+		enf["module_digest"] = t.prog.digest
+		enf["entrypoint"] = t.entry.name
+		enf["abi"] = t.entry.abi
+	}
+	return enf
+}
+
+// isObject reports whether b is one JSON object.
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}
