@@ -11,11 +11,16 @@ import (
 
 // Mount is one entry of the sandbox's file system, for Enforcement.
 type Mount struct {
-	// Kind is ro-bind, bind, symlink, proc, dev, tmpfs or data (a
-	// generated read-only file).
-	Kind   string `json:"kind"`
+	// Kind is ro-bind, bind, dev-bind, symlink, proc, dev, tmpfs or data
+	// (a generated read-only file).
+	Kind string `json:"kind"`
+	// Source is the host path of a bind (or of a data file the Host's
+	// skeleton holds) and a symlink's target.
 	Source string `json:"source,omitempty"`
 	Dest   string `json:"dest"`
+	// inSkeleton marks a file of the Host's skeleton, there through the
+	// bind of its directory and not an option of its own.
+	inSkeleton bool
 }
 
 // hardening are the options every sandbox gets, before the mounts.
@@ -30,35 +35,22 @@ var hardening = []string{
 	"--clearenv",
 }
 
-// generated returns the files written into /etc instead of the host's.
-func (p Plan) generated() [][2]string {
-	uid, gid := p.ids()
-	return [][2]string{
-		{"/etc/passwd", fmt.Sprintf("sandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, WorkspaceDir)},
-		{"/etc/group", fmt.Sprintf("sandbox:x:%d:\n", gid)},
-		{"/etc/hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost\n"},
-	}
-}
-
 // mounts returns the file system in the order bwrap builds it.
-func (p Plan) mounts(host hostLayout) []Mount {
+func (p Plan) mounts(h *Host) []Mount {
 	m := []Mount{{Kind: "ro-bind", Source: "/usr", Dest: "/usr"}}
-	for _, r := range host.roots {
+	for _, r := range h.layout.roots {
 		if r.symlink != "" {
 			m = append(m, Mount{Kind: "symlink", Source: r.symlink, Dest: r.path})
 		} else {
 			m = append(m, Mount{Kind: "ro-bind", Source: r.path, Dest: r.path})
 		}
 	}
-	for _, e := range host.etc {
-		m = append(m, Mount{Kind: "ro-bind", Source: e, Dest: e})
-	}
-	for _, g := range p.generated() {
-		m = append(m, Mount{Kind: "data", Dest: g[0]})
+	if h.skel == "" {
+		m = append(m, p.generatedMounts(h)...)
+	} else {
+		m = append(m, h.skeletonMounts()...)
 	}
 	m = append(m,
-		Mount{Kind: "proc", Dest: "/proc"},
-		Mount{Kind: "dev", Dest: "/dev"},
 		Mount{Kind: "tmpfs", Dest: "/tmp"},
 		Mount{Kind: "bind", Source: p.Workspace, Dest: WorkspaceDir},
 	)
@@ -67,6 +59,41 @@ func (p Plan) mounts(host hostLayout) []Mount {
 	}
 	if p.ProxySocket != "" {
 		m = append(m, Mount{Kind: "ro-bind", Source: p.ProxySocket, Dest: ProxyPath})
+	}
+	return m
+}
+
+// generatedMounts are /etc, /proc and /dev without a skeleton: the host's
+// allowlisted files, the generated ones from memfds, and bwrap's --dev.
+func (p Plan) generatedMounts(h *Host) []Mount {
+	var m []Mount
+	for _, e := range h.layout.etc {
+		m = append(m, Mount{Kind: "ro-bind", Source: e, Dest: e})
+	}
+	for _, g := range generatedEtc(p.ids()) {
+		m = append(m, Mount{Kind: "data", Dest: g[0]})
+	}
+	return append(m, Mount{Kind: "proc", Dest: "/proc"}, Mount{Kind: "dev", Dest: "/dev"})
+}
+
+// skeletonMounts are /etc, /proc and /dev from h's skeleton (see Host).
+func (h *Host) skeletonMounts() []Mount {
+	m := []Mount{{Kind: "ro-bind", Source: h.skel + "/etc", Dest: "/etc"}}
+	for _, g := range generatedEtc(h.uid, h.gid) {
+		m = append(m, Mount{Kind: "data", Source: h.skel + g[0], Dest: g[0], inSkeleton: true})
+	}
+	for _, e := range h.layout.etc {
+		m = append(m, Mount{Kind: "ro-bind", Source: e, Dest: e})
+	}
+	m = append(m,
+		Mount{Kind: "proc", Dest: "/proc"},
+		Mount{Kind: "ro-bind", Source: h.skel + "/dev", Dest: "/dev"},
+	)
+	for _, n := range devNodes {
+		m = append(m, Mount{Kind: "dev-bind", Source: "/dev/" + n, Dest: "/dev/" + n})
+	}
+	for _, l := range devLinks {
+		m = append(m, Mount{Kind: "symlink", Source: l[1], Dest: "/dev/" + l[0], inSkeleton: true})
 	}
 	return m
 }
@@ -90,10 +117,10 @@ func (a *argv) close() {
 	closeAll([]*os.File{a.info, a.block})
 }
 
-// build assembles the argv for host, opening the descriptor files; with
+// build assembles the argv for h, opening the descriptor files; with
 // withLimits and limits in the plan, it adds the --info-fd/--block-fd
 // exchange of Cmd.Start.
-func (p Plan) build(host hostLayout, withLimits bool) (a *argv, err error) {
+func (p Plan) build(h *Host, withLimits bool) (a *argv, err error) {
 	a = &argv{}
 	defer func() {
 		if err != nil {
@@ -131,10 +158,11 @@ func (p Plan) build(host hostLayout, withLimits bool) (a *argv, err error) {
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)
 	}
-	gen := p.generated()
-	for _, m := range p.mounts(host) {
-		switch m.Kind {
-		case "data":
+	gen := generatedEtc(p.ids())
+	for _, m := range p.mounts(h) {
+		switch {
+		case m.inSkeleton:
+		case m.Kind == "data":
 			var data string
 			for _, g := range gen {
 				if g[0] == m.Dest {
@@ -146,7 +174,7 @@ func (p Plan) build(host hostLayout, withLimits bool) (a *argv, err error) {
 				return nil, err
 			}
 			args = append(args, "--ro-bind-data", fd, m.Dest)
-		case "proc", "dev", "tmpfs":
+		case m.Kind == "proc" || m.Kind == "dev" || m.Kind == "tmpfs":
 			args = append(args, "--"+m.Kind, m.Dest)
 		default:
 			args = append(args, "--"+m.Kind, m.Source, m.Dest)
@@ -175,13 +203,13 @@ func (p Plan) build(host hostLayout, withLimits bool) (a *argv, err error) {
 // the first and, after setting up the sandbox, waits for a byte on the
 // second before it forks the program.
 func (a *argv) exchange(args []string, pass func(*os.File) string) ([]string, error) {
-	infoR, infoW, err := os.Pipe()
+	infoR, infoW, err := blockingPipe()
 	if err != nil {
 		return nil, fmt.Errorf("info pipe: %w", err)
 	}
 	a.info = infoR
 	a.made = append(a.made, infoW)
-	blockR, blockW, err := os.Pipe()
+	blockR, blockW, err := blockingPipe()
 	if err != nil {
 		return nil, fmt.Errorf("block pipe: %w", err)
 	}

@@ -24,7 +24,40 @@ var debianHost = hostLayout{
 	etc: []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/ssl/certs/ca-certificates.crt"},
 }
 
+// debianSkeleton is a Host for debianHost with its skeleton at a fixed
+// path; probed is the Host a plan without one builds.
+var (
+	debianSkeleton = &Host{bwrap: "/usr/bin/bwrap", layout: debianHost, skel: "/tmp/execledger-bwrap-0/skel-0123", uid: Nobody, gid: Nobody}
+	probed         = &Host{layout: debianHost}
+)
+
+// TestArgvGolden: the argv with a Host (tier C's) and without one.
 func TestArgvGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		host   *Host
+		// made are the memfds build makes, and info and block pipe ends.
+		made []string
+	}{
+		{"argv.golden", debianSkeleton, []string{"seccomp", "info", "block"}},
+		{"argv_probed.golden", probed, []string{"passwd", "group", "hosts", "seccomp", "info", "block"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			b := goldenArgv(t, tc.host, len(tc.made))
+			golden.Compare(t, tc.golden, []byte(b))
+			for _, bad := range []string{"--ro-bind / /", "/run/postgresql", "--bind / ", "--dev-bind / ", "--bind /dev ", "--ro-bind /dev ", "--dev-bind /dev "} {
+				if strings.Contains(b, bad) {
+					t.Errorf("argv contains %q", bad)
+				}
+			}
+		})
+	}
+}
+
+// goldenArgv builds the golden plan for h, one option with its operands
+// per line, and checks it made made descriptor files.
+func goldenArgv(t *testing.T, h *Host, made int) string {
+	t.Helper()
 	f, err := seccomp.BuildFor("amd64", seccomp.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -40,18 +73,16 @@ func TestArgvGolden(t *testing.T) {
 		Seccomp:       f,
 		Limits:        procinit.Limits{CPUSeconds: 2},
 	}
-	a, err := p.build(debianHost, true)
+	a, err := p.build(h, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.close()
-	args := a.args
-	if len(a.files) != 6 || len(a.made) != 6 || a.info == nil || a.block == nil {
-		t.Fatalf("got %d descriptor files, want passwd, group, hosts, seccomp, info and block", len(a.files))
+	if len(a.files) != made || len(a.made) != made || a.info == nil || a.block == nil {
+		t.Fatalf("got %d descriptor files, %d made, want %d", len(a.files), len(a.made), made)
 	}
 	var b strings.Builder
-	for i, a := range args {
-		// One option with its operands per line, for readable diffs.
+	for i, a := range a.args {
 		if i > 0 && strings.HasPrefix(a, "--") {
 			b.WriteByte('\n')
 		} else if i > 0 {
@@ -60,12 +91,7 @@ func TestArgvGolden(t *testing.T) {
 		b.WriteString(a)
 	}
 	b.WriteByte('\n')
-	golden.Compare(t, "argv.golden", []byte(b.String()))
-	for _, bad := range []string{"--ro-bind / /", "/run/postgresql", "--bind / "} {
-		if strings.Contains(b.String(), bad) {
-			t.Errorf("argv contains %q", bad)
-		}
-	}
+	return b.String()
 }
 
 // TestPassedDescriptorsLead: the plan's ExtraFiles keep descriptors 3, 4,
@@ -78,7 +104,7 @@ func TestPassedDescriptorsLead(t *testing.T) {
 	defer spec.Close()
 	p := Plan{Program: "init", ProgramFile: spec, ProgramArgs: []string{"__sandbox-init"},
 		ExtraFiles: []*os.File{spec, spec}, Workspace: "/srv/ws"}
-	a, err := p.build(debianHost, true)
+	a, err := p.build(probed, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,23 +127,25 @@ func TestPlanValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := map[string]Plan{
-		"no program":         {Workspace: "/srv/ws"},
-		"no workspace":       {Program: "true"},
-		"relative workspace": {Program: "true", Workspace: "ws"},
-		"unclean workspace":  {Program: "true", Workspace: "/srv/../root"},
-		"root workspace":     {Program: "true", Workspace: "/"},
-		"postgres socket":    {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/run/postgresql"}},
-		"var run":            {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/var/run/postgresql"}},
-		"parent of /var/run": {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/var"}},
-		"root home":          {Program: "true", Workspace: "/root/ws"},
-		"shadow":             {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/etc/shadow"}},
-		"env without =":      {Program: "true", Workspace: "/srv/ws", Env: []string{"PATH"}},
-		"relative proxy":     {Program: "true", Workspace: "/srv/ws", ProxySocket: "egress.sock"},
-		"dir outside":        {Program: "true", Workspace: "/srv/ws", Dir: "/tmp"},
-		"dir unclean":        {Program: "true", Workspace: "/srv/ws", Dir: "/workspace/a/../../etc"},
-		"dir prefix":         {Program: "true", Workspace: "/srv/ws", Dir: "/workspaces"},
-		"host uid only":      {Program: "true", Workspace: "/srv/ws", HostUID: 65534},
-		"nil extra file":     {Program: "true", Workspace: "/srv/ws", ExtraFiles: []*os.File{nil}},
+		"no program":          {Workspace: "/srv/ws"},
+		"no workspace":        {Program: "true"},
+		"relative workspace":  {Program: "true", Workspace: "ws"},
+		"unclean workspace":   {Program: "true", Workspace: "/srv/../root"},
+		"root workspace":      {Program: "true", Workspace: "/"},
+		"postgres socket":     {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/run/postgresql"}},
+		"var run":             {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/var/run/postgresql"}},
+		"parent of /var/run":  {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/var"}},
+		"root home":           {Program: "true", Workspace: "/root/ws"},
+		"shadow":              {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/etc/shadow"}},
+		"env without =":       {Program: "true", Workspace: "/srv/ws", Env: []string{"PATH"}},
+		"relative proxy":      {Program: "true", Workspace: "/srv/ws", ProxySocket: "egress.sock"},
+		"dir outside":         {Program: "true", Workspace: "/srv/ws", Dir: "/tmp"},
+		"dir unclean":         {Program: "true", Workspace: "/srv/ws", Dir: "/workspace/a/../../etc"},
+		"dir prefix":          {Program: "true", Workspace: "/srv/ws", Dir: "/workspaces"},
+		"host uid only":       {Program: "true", Workspace: "/srv/ws", HostUID: 65534},
+		"nil extra file":      {Program: "true", Workspace: "/srv/ws", ExtraFiles: []*os.File{nil}},
+		"other uid than host": {Program: "true", Workspace: "/srv/ws", UID: 1000, Host: debianSkeleton},
+		"bind in host's /etc": {Program: "true", Workspace: "/srv/ws", ReadOnlyBinds: []string{"/etc/ssl"}, Host: debianSkeleton},
 	}
 	for name, p := range bad {
 		if _, _, err := p.Args(); !errors.Is(err, ErrInvalidPlan) {
@@ -144,5 +172,34 @@ func TestEnforcement(t *testing.T) {
 	}
 	if e["cap_drop"] != "ALL" || e["uid"] != uint32(Nobody) {
 		t.Errorf("enforcement = %v", e)
+	}
+}
+
+// TestEnforcementWithHost: the record lists the skeleton's binds and what
+// they show, and needs no probe.
+func TestEnforcementWithHost(t *testing.T) {
+	e := Plan{Program: "true", Workspace: "/srv/ws", Host: debianSkeleton}.Enforcement()
+	if _, ok := e["mounts_error"]; ok {
+		t.Errorf("enforcement = %v", e)
+	}
+	ms := e["mounts"].([]Mount)
+	skel := debianSkeleton.Dir()
+	for _, want := range []Mount{
+		{Kind: "ro-bind", Source: skel + "/etc", Dest: "/etc"},
+		{Kind: "data", Source: skel + "/etc/passwd", Dest: "/etc/passwd", inSkeleton: true},
+		{Kind: "ro-bind", Source: "/etc/ld.so.cache", Dest: "/etc/ld.so.cache"},
+		{Kind: "ro-bind", Source: skel + "/dev", Dest: "/dev"},
+		{Kind: "dev-bind", Source: "/dev/urandom", Dest: "/dev/urandom"},
+		{Kind: "symlink", Source: "/proc/self/fd", Dest: "/dev/fd", inSkeleton: true},
+		{Kind: "symlink", Source: "/tmp", Dest: "/dev/shm", inSkeleton: true},
+	} {
+		if !slices.Contains(ms, want) {
+			t.Errorf("mounts lack %+v", want)
+		}
+	}
+	for _, m := range ms {
+		if m.Kind == "dev" || (m.Kind == "dev-bind" && !slices.Contains(devNodes, strings.TrimPrefix(m.Dest, "/dev/"))) {
+			t.Errorf("mount %+v", m)
+		}
 	}
 }

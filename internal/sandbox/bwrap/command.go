@@ -44,9 +44,9 @@ type Cmd struct {
 // gets SIGKILL if the calling thread dies, and is killed when ctx is done.
 // Start (or Close, for a Cmd never started) releases what Command opened.
 func (p Plan) Command(ctx context.Context) (*Cmd, error) {
-	path, err := exec.LookPath("bwrap")
+	path, err := p.bwrapPath()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, err
 	}
 	a, err := p.argv(true)
 	if err != nil {
@@ -69,6 +69,18 @@ func (p Plan) Command(ctx context.Context) (*Cmd, error) {
 	// namespace, everything inside.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return &Cmd{Cmd: cmd, limits: p.Limits, a: a}, nil
+}
+
+// bwrapPath is the Host's bwrap, or the one in PATH.
+func (p Plan) bwrapPath() (string, error) {
+	if p.Host != nil {
+		return p.Host.bwrap, nil
+	}
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return path, nil
 }
 
 // Start starts bwrap and closes the parent's copies of the descriptor files

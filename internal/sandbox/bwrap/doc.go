@@ -11,6 +11,14 @@
 // files from the host. The host's root is never bound, nor any socket
 // directory; a plan's ProxySocket is bound alone, at /run/egress.sock.
 //
+// A Host, made once by NewHost and shared by an executor's plans, holds
+// what does not change between calls: bwrap's path, the host's layout and
+// a skeleton directory whose etc and dev become the sandbox's read-only
+// /etc (generated passwd, group and hosts, with the allowlisted host files
+// bound onto it) and /dev (null, zero, full, random and urandom bound from
+// the host, and symlinks). A plan without a Host probes the host on every
+// call and gets memfd-generated files and bwrap's --dev instead.
+//
 // Command starts bwrap. With Limits it passes --info-fd and --block-fd and
 // sets the limits on the sandbox's pid 1 with prlimit(2) before that
 // process forks the program (Cmd.Start has the details and the bubblewrap

@@ -13,8 +13,8 @@ const LimitsApplied = "prlimit(2) on the sandbox's pid 1 while bwrap waits on --
 	"soft equal to hard, inherited by every process in the sandbox"
 
 // Enforcement describes what the plan enforces, for the attestation. It
-// reads the host layout as Args does; environment values are left out,
-// only their names are listed.
+// takes the host layout from the plan's Host, or probes it as Args does;
+// environment values are left out, only their names are listed.
 func (p Plan) Enforcement() map[string]any {
 	uid, gid := p.ids()
 	namespaces := []string{"user", "pid", "mount", "ipc", "uts", "cgroup"}
@@ -30,7 +30,10 @@ func (p Plan) Enforcement() map[string]any {
 		envNames = append(envNames, k)
 	}
 	slices.Sort(envNames)
-	host, err := probeHost()
+	host, err := p.host()
+	if err != nil {
+		host = &Host{}
+	}
 	e := map[string]any{
 		"backend":         "linux_bubblewrap",
 		"namespaces":      namespaces,

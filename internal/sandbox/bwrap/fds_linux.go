@@ -38,3 +38,15 @@ func inheritNothing() error {
 	}
 	return nil
 }
+
+// blockingPipe returns a close-on-exec pipe in blocking mode, outside Go's
+// poller. Its ends are read and written with blocking calls (setLimits) or
+// handed to bwrap; registering them with the poller, as os.Pipe does, only
+// cost epoll_ctl calls on every sandbox.
+func blockingPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}

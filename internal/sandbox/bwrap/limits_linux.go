@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,13 +80,31 @@ func setLimits(info, block *os.File, limits procinit.Limits, as *syscall.Credent
 	return nil
 }
 
-// childPid decodes bwrap's --info-fd report.
+// childPid decodes bwrap's --info-fd report, {"child-pid": N}, which
+// bwrap writes with one write(2) (bubblewrap.c, dump_info): a short pipe
+// write arrives whole. It reads up to the closing brace, not to EOF, which
+// comes only when bwrap ends. A report that ends early is io.EOF (nothing
+// read) or io.ErrUnexpectedEOF.
 func childPid(info *os.File) (int, error) {
+	var buf [256]byte
+	n := 0
+	for n == 0 || bytes.IndexByte(buf[:n], '}') < 0 {
+		if n == len(buf) {
+			return 0, fmt.Errorf("--info-fd report: longer than %d bytes", len(buf))
+		}
+		m, err := info.Read(buf[n:])
+		n += m
+		if errors.Is(err, io.EOF) && n > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return 0, fmt.Errorf("--info-fd report: %w", err)
+		}
+	}
 	var report struct {
 		ChildPid int `json:"child-pid"`
 	}
-	_ = info.Fd() // puts the pipe in blocking mode
-	if err := json.NewDecoder(info).Decode(&report); err != nil {
+	if err := json.Unmarshal(buf[:n], &report); err != nil {
 		return 0, fmt.Errorf("--info-fd report: %w", err)
 	}
 	if report.ChildPid <= 1 {

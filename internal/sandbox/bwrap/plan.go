@@ -89,6 +89,11 @@ type Plan struct {
 	Limits procinit.Limits
 	// Seccomp, when not nil, is installed by bwrap via --seccomp FD.
 	Seccomp *seccomp.Filter
+	// Host, when not nil, is what NewHost prepared: the plan then uses its
+	// bwrap and host layout instead of looking them up, and gets /etc and
+	// /dev from its skeleton (see Host). Its uid and gid must be the
+	// plan's, and ReadOnlyBinds may not be in /etc, which is read-only.
+	Host *Host
 }
 
 // workdir returns Dir with its default applied.
@@ -189,6 +194,22 @@ func (p Plan) validate() error {
 	if p.ProxySocket != "" && (!filepath.IsAbs(p.ProxySocket) || strings.ContainsRune(p.ProxySocket, 0)) {
 		return fmt.Errorf("%w: proxy socket %q must be an absolute path", ErrInvalidPlan, p.ProxySocket)
 	}
+	return p.validateHost()
+}
+
+// validateHost checks the plan against its Host.
+func (p Plan) validateHost() error {
+	if p.Host == nil {
+		return nil
+	}
+	if uid, gid := p.ids(); uid != p.Host.uid || gid != p.Host.gid {
+		return fmt.Errorf("%w: the plan runs as %d:%d, its Host's skeleton is for %d:%d", ErrInvalidPlan, uid, gid, p.Host.uid, p.Host.gid)
+	}
+	for _, b := range p.ReadOnlyBinds {
+		if within(b, "/etc") {
+			return fmt.Errorf("%w: read-only bind %q is in /etc, which comes from the Host's skeleton", ErrInvalidPlan, b)
+		}
+	}
 	return nil
 }
 
@@ -205,14 +226,31 @@ func (p Plan) Args() (args []string, files []*os.File, err error) {
 	return a.args, a.files, nil
 }
 
-// argv validates the plan and builds it for the running host.
+// argv validates the plan and builds it for its Host, or for the running
+// host as probed now.
 func (p Plan) argv(withLimits bool) (*argv, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	host, err := probeHost()
+	h, err := p.host()
 	if err != nil {
 		return nil, err
 	}
-	return p.build(host, withLimits)
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	return p.build(h, withLimits)
+}
+
+// host returns the plan's Host, or one without a skeleton holding the
+// host's layout as probed now.
+func (p Plan) host() (*Host, error) {
+	if p.Host != nil {
+		return p.Host, nil
+	}
+	layout, err := probeHost()
+	if err != nil {
+		return nil, err
+	}
+	return &Host{layout: layout}, nil
 }

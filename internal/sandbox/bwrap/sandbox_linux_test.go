@@ -26,11 +26,42 @@ const (
 	probeTarget = "BWRAP_TEST_TARGET"
 )
 
+// skeletonBase holds the skeletons of the tests' Hosts.
+var skeletonBase string
+
 func TestMain(m *testing.M) {
 	if probe := os.Getenv(probeEnv); probe != "" {
 		os.Exit(runProbe(probe, os.Getenv(probeTarget)))
 	}
-	os.Exit(m.Run())
+	os.Exit(runTests(m))
+}
+
+// runTests runs m with skeletonBase made, in a directory every uid may
+// search (the host-uid tests run bwrap as 65534), and removed afterwards.
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "bwrap-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o711); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	skeletonBase = filepath.Join(dir, "skeletons")
+	return m.Run()
+}
+
+// newHost returns a Host for the default ids with its skeleton in
+// skeletonBase.
+func newHost(t testing.TB) *Host {
+	t.Helper()
+	h, err := NewHost(skeletonBase, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // runProbe dials target over tcp or unix and prints the outcome.
@@ -57,7 +88,7 @@ func requireBwrap(t testing.TB) {
 }
 
 // newPlan returns a plan for script under /bin/sh with the default seccomp
-// filter and a fresh workspace.
+// filter, a fresh workspace and a Host, as tier C runs it.
 func newPlan(t testing.TB, script string) Plan {
 	t.Helper()
 	requireBwrap(t)
@@ -65,7 +96,7 @@ func newPlan(t testing.TB, script string) Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Plan{Program: "/bin/sh", ProgramArgs: []string{"-c", script}, Workspace: t.TempDir(), Seccomp: f}
+	return Plan{Program: "/bin/sh", ProgramArgs: []string{"-c", script}, Workspace: t.TempDir(), Seccomp: f, Host: newHost(t)}
 }
 
 // run runs p and returns its combined output; a non-zero exit is an error.
@@ -160,6 +191,7 @@ func probePlan(t *testing.T, network, target string) Plan {
 		Env:           []string{probeEnv + "=" + network, probeTarget + "=" + target},
 		Workspace:     t.TempDir(),
 		ReadOnlyBinds: []string{exe},
+		Host:          newHost(t),
 	}
 }
 

@@ -64,13 +64,17 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 		env = append(env, kv)
 	}
 	proxied := plan.EgressMode == procinput.EgressStrict && len(plan.EgressHosts) > 0
-	filter, err := seccomp.Build(seccomp.Options{AllowInet: proxied})
+	sh, err := t.sharedC()
 	if err != nil {
 		return nil, failure(KindSpawnFailed, err.Error())
 	}
+	filter := sh.offline
+	if proxied {
+		filter = sh.proxied
+	}
 	bp := bwrap.Plan{
 		Program: path, ProgramArgs: plan.Args, Env: env, Workspace: plan.Root, Dir: dir,
-		UID: t.cfg.UID, GID: t.cfg.GID, Limits: t.cfg.Limits, Seccomp: filter,
+		UID: t.cfg.UID, GID: t.cfg.GID, Limits: t.cfg.Limits, Seccomp: filter, Host: sh.host,
 	}
 	if os.Geteuid() == 0 {
 		// Never a sandbox that is root on the host: bwrap runs as UID,
@@ -106,6 +110,65 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 	}
 	l.result = func(o outcome) executor.Result { return t.resultC(o, enf, eg) }
 	return l, executor.Result{}
+}
+
+// sharedC is what every tier C call with the same ids shares, made at the
+// first call: the bwrap Host, whose skeleton directory holds the sandbox's /etc
+// and /dev, and the seccomp filter of each egress path.
+type sharedC struct {
+	host *bwrap.Host
+	// offline refuses inet sockets; proxied allows them, for strict
+	// egress, where the program reaches the init's bridge on 127.0.0.1.
+	offline, proxied *seccomp.Filter
+}
+
+// sharedKey is what a sharedC depends on: the sandbox ids and where the
+// skeleton goes.
+type sharedKey struct {
+	base     string
+	uid, gid uint32
+}
+
+// sharedCs holds this process's sharedC. They are kept per process rather
+// than per Tool because nothing in them is the tool's: a skeleton depends
+// only on the ids and the host, and is named after its content on disk,
+// so tools with the same ids would write the same one.
+var sharedCs = struct {
+	sync.Mutex
+	m map[sharedKey]*sharedC
+}{m: make(map[sharedKey]*sharedC)}
+
+// sharedC returns the tool's sharedC, making it at the first call. The
+// skeleton goes to $TMPDIR/execledger-bwrap-<euid>, next to the default
+// EgressSocketDir. A failure is not kept: the next call tries again.
+func (t *Tool) sharedC() (*sharedC, error) {
+	key := sharedKey{
+		base: filepath.Join(os.TempDir(), fmt.Sprintf("execledger-bwrap-%d", os.Geteuid())),
+		uid:  t.cfg.UID, gid: t.cfg.GID,
+	}
+	sharedCs.Lock()
+	defer sharedCs.Unlock()
+	if sh := sharedCs.m[key]; sh != nil {
+		return sh, nil
+	}
+	host, err := bwrap.NewHost(key.base, key.uid, key.gid)
+	if err != nil {
+		return nil, fmt.Errorf("tier C sandbox: %w", err)
+	}
+	if os.Geteuid() == 0 { // bwrap runs as UID (prepareC)
+		if err := host.SearchableBy(key.uid, key.gid); err != nil {
+			return nil, fmt.Errorf("tier C sandbox: %w; point TMPDIR at a directory every user may search", err)
+		}
+	}
+	sh := &sharedC{host: host}
+	if sh.offline, err = seccomp.Build(seccomp.Options{}); err != nil {
+		return nil, err
+	}
+	if sh.proxied, err = seccomp.Build(seccomp.Options{AllowInet: true}); err != nil {
+		return nil, err
+	}
+	sharedCs.m[key] = sh
+	return sh, nil
 }
 
 // resultC classifies a tier C process that ran. With the init (strict

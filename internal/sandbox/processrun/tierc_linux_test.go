@@ -169,6 +169,67 @@ func TestTierCCwdBelowWorkspace(t *testing.T) {
 	}
 }
 
+// TestTierCDevAndEtc: /dev has what common programs use and nothing else
+// of the host's, /etc the generated and allowlisted files, both from the
+// shared skeleton, and the enforcement record says so.
+func TestTierCDevAndEtc(t *testing.T) {
+	t.Parallel()
+	tool := newTool(t, "C", interpreters)
+	res := shCall(t, tool, "run-1", `set -e
+echo "dev: $(ls -A /dev | tr '\n' ' ')"
+echo "etc: $(ls -A /etc | tr '\n' ' ')"
+cat /dev/null
+echo "urandom: $(head -c 10 /dev/urandom | wc -c)"
+echo discarded > /dev/null
+echo "zero: $(head -c 3 /dev/zero | od -An -tx1 | tr -d ' ')"
+if command -v python3 >/dev/null; then python3 -c 'import multiprocessing; multiprocessing.Lock(); print("semaphore: ok")'; else echo "semaphore: ok"; fi
+`)
+	o := decode(t, res)
+	if res.ErrorKind != "" {
+		t.Fatalf("%s: %s (%s, %s)", res.ErrorKind, res.Error, o.Stdout, o.Stderr)
+	}
+	for _, want := range []string{"dev: fd full null random shm stderr stdin stdout urandom zero \n", "urandom: 10\n", "zero: 000000\n", "semaphore: ok\n"} {
+		if !strings.Contains(o.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, o.Stdout)
+		}
+	}
+	if !strings.Contains(o.Stdout, "etc: group hosts ") || o.Stderr != "" {
+		t.Errorf("stdout %q, stderr %q", o.Stdout, o.Stderr)
+	}
+	sh := mustSharedC(t, tool)
+	if other := newTool(t, "C", interpreters); mustSharedC(t, other) != sh {
+		t.Error("two tools with the same ids do not share their Host")
+	}
+	var devs []string
+	seen := map[string]bool{}
+	for _, m := range res.Enforcement["mounts"].([]bwrap.Mount) {
+		seen[m.Kind+" "+m.Source+" "+m.Dest] = true
+		if m.Kind == "dev-bind" {
+			devs = append(devs, m.Dest)
+		}
+		if m.Kind == "dev" || (m.Kind == "ro-bind" && m.Source == "/dev") {
+			t.Errorf("mount %+v", m)
+		}
+	}
+	for _, want := range []string{"ro-bind " + sh.host.Dir() + "/etc /etc", "ro-bind " + sh.host.Dir() + "/dev /dev", "symlink /tmp /dev/shm"} {
+		if !seen[want] {
+			t.Errorf("the record lacks mount %q", want)
+		}
+	}
+	if !slices.Equal(devs, []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}) {
+		t.Errorf("device binds recorded: %v", devs)
+	}
+}
+
+func mustSharedC(t *testing.T, tool *Tool) *sharedC {
+	t.Helper()
+	sh, err := tool.sharedC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh
+}
+
 // fakeResolver answers the egress proxy from a table; unknown names fail.
 type fakeResolver map[string][]netip.Addr
 
