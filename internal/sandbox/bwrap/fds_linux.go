@@ -3,8 +3,9 @@ package bwrap
 import (
 	"os"
 
-	"github.com/execledger/execledger/internal/sandbox/fdmark"
 	"golang.org/x/sys/unix"
+
+	"github.com/execledger/execledger/internal/sandbox/fdmark"
 )
 
 // inheritNothing marks every descriptor of the calling process above 2
