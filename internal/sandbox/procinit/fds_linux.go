@@ -3,8 +3,9 @@ package procinit
 import (
 	"os"
 
-	"github.com/execledger/execledger/internal/sandbox/fdmark"
 	"golang.org/x/sys/unix"
+
+	"github.com/execledger/execledger/internal/sandbox/fdmark"
 )
 
 // closeOnExecAbove marks every descriptor above 2 close-on-exec, so the
