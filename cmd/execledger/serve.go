@@ -22,6 +22,7 @@ import (
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/sandbox/processrun"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
+	"github.com/execledger/execledger/internal/sandbox/wasmrun"
 	"github.com/execledger/execledger/migrations"
 )
 
@@ -105,21 +106,13 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	if cfg.Executor.Enabled {
 		xcfg := executorConfig(cfg)
 		xcfg.Metrics = executor.NewMetrics(ops.Registry())
-		tools, pr, err := toolsFor(ctx, cfg, pool, logger)
+		tools, closers, err := toolsFor(ctx, cfg, pool, logger)
 		if err != nil {
 			return err
 		}
-		if pr != nil {
-			defer func() {
-				// After the executor has stopped: background processes end
-				// and their ends are recorded.
-				cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Executor.ShutdownGrace.Duration+10*time.Second)
-				defer ccancel()
-				if err := pr.Close(cctx); err != nil {
-					logger.Error("process.run: closing", slog.Any("error", err))
-				}
-			}()
-		}
+		// After the executor has stopped: background processes end and
+		// their ends are recorded, WebAssembly runtimes are freed.
+		defer closeTools(context.WithoutCancel(ctx), cfg, logger, closers)
 		x, err := executor.New(pool, xcfg, svc.policy, svc.signer, logger, tools...)
 		if err != nil {
 			return err
@@ -137,17 +130,87 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	return errors.Join(collect(errs)...)
 }
 
-// toolsFor is the executor's tool set: the built-ins, and process.run (with
-// process.status and process.stop when background processes are on) when
-// configured. The process.run tool is returned too, to be closed after the
-// executor stops; it has already accounted for the processes of dead
-// executors on this host.
-func toolsFor(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, *processrun.Tool, error) {
-	tools := []executor.Tool{executor.Echo{}, executor.Sleep{}}
-	p := cfg.Process
-	if !p.Enabled {
-		return tools, nil, nil
+// toolCloser closes a family of tools after the executor has stopped.
+type toolCloser struct {
+	name  string
+	close func(context.Context) error
+}
+
+// closeTools closes the tool families in the reverse of their opening.
+func closeTools(ctx context.Context, cfg config.Config, logger *slog.Logger, closers []toolCloser) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Executor.ShutdownGrace.Duration+10*time.Second)
+	defer cancel()
+	for i := len(closers) - 1; i >= 0; i-- {
+		if err := closers[i].close(ctx); err != nil {
+			logger.Error(closers[i].name+": closing", slog.Any("error", err))
+		}
 	}
+}
+
+// toolsFor is the executor's tool set: the built-ins; process.run (with
+// process.status and process.stop when background processes are on) when
+// configured; and the tier A tools of [wasm] when enabled. The closers
+// are to be called after the executor stops; process.run has already
+// accounted for the processes of dead executors on this host.
+func toolsFor(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, []toolCloser, error) {
+	tools := []executor.Tool{executor.Echo{}, executor.Sleep{}}
+	var closers []toolCloser
+	if cfg.Process.Enabled {
+		pt, pr, err := processTools(ctx, cfg.Process, pool, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		tools = append(tools, pt...)
+		closers = append(closers, toolCloser{"process.run", pr.Close})
+	}
+	if cfg.Wasm.Enabled {
+		wt, h, err := wasmTools(ctx, cfg.Wasm)
+		if err != nil {
+			closeTools(context.WithoutCancel(ctx), cfg, logger, closers)
+			return nil, nil, err
+		}
+		tools = append(tools, wt...)
+		closers = append(closers, toolCloser{"wasm", h.Close})
+		logger.Info("tier A", slog.Int("modules", len(cfg.Wasm.Modules)), slog.Bool("allow_inline", cfg.Wasm.AllowInline))
+	}
+	return tools, closers, nil
+}
+
+// wasmTools builds the tier A host: every registered module is read,
+// checked against its pinned digest and compiled before serve starts.
+func wasmTools(ctx context.Context, w config.Wasm) ([]executor.Tool, *wasmrun.Host, error) {
+	mods := make([]wasmrun.Module, len(w.Modules))
+	for i, m := range w.Modules {
+		path, err := filepath.Abs(m.Path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("wasm.modules[%d].path: %w", i, err)
+		}
+		mods[i] = wasmrun.Module{ToolID: m.Tool, Path: path, SHA256: m.SHA256, Entrypoint: m.Entrypoint,
+			FuelLimit: int64(m.FuelLimit), Timeout: m.Timeout.Duration}
+	}
+	cacheDir := w.CacheDir
+	if cacheDir != "" {
+		var err error
+		if cacheDir, err = filepath.Abs(cacheDir); err != nil {
+			return nil, nil, fmt.Errorf("wasm.cache_dir: %w", err)
+		}
+	}
+	h, err := wasmrun.New(ctx, wasmrun.Config{Modules: mods, AllowInline: w.AllowInline, Engine: w.Engine,
+		MemoryLimitPages: uint32(w.MemoryLimitPages), FuelLimit: int64(w.FuelLimit), MaxInstances: w.MaxInstances,
+		MaxModuleBytes: w.MaxModuleBytes, Timeout: w.Timeout.Duration, CacheDir: cacheDir})
+	if err != nil {
+		return nil, nil, fmt.Errorf("wasm: %w", err)
+	}
+	var tools []executor.Tool
+	for _, t := range h.Tools() {
+		tools = append(tools, t)
+	}
+	return tools, h, nil
+}
+
+// processTools builds process.run, and process.status and process.stop
+// when background processes are on.
+func processTools(ctx context.Context, p config.Process, pool *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, *processrun.Tool, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, fmt.Errorf("process_run: %w", err)
@@ -183,7 +246,7 @@ func toolsFor(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger
 	if err != nil {
 		return nil, nil, fmt.Errorf("process_run: %w", err)
 	}
-	tools = append(tools, pr)
+	tools := []executor.Tool{pr}
 	if st := pr.StatusTool(); st != nil {
 		tools = append(tools, st, pr.StopTool())
 	}

@@ -6,7 +6,9 @@
 // "_": serve.listen is EXECLEDGER_SERVE_LISTEN. DATABASE_URL sets
 // database.url too (EXECLEDGER_DATABASE_URL wins over it). Unknown keys in
 // the file and unknown EXECLEDGER_ variables are errors, so a typo never
-// silently falls back to a default.
+// silently falls back to a default. Lists of tables ([[wasm.modules]]) are
+// the exception: no variable can express one, so they are set in the file
+// only.
 package config
 
 import (
@@ -42,6 +44,7 @@ type Config struct {
 	Policy   Policy   `toml:"policy"`
 	Attest   Attest   `toml:"attest"`
 	Process  Process  `toml:"process_run"`
+	Wasm     Wasm     `toml:"wasm"`
 	Dev      Dev      `toml:"dev"`
 }
 
@@ -168,7 +171,8 @@ func Default() Config {
 			EgressPorts: []int{80, 443}, EgressPrivateRanges: []string{},
 			Background: true, MaxBackground: 16, MaxBackgroundPerRun: 4, MaxBackgroundLifetime: Duration{30 * time.Minute},
 			Cgroups: "auto", UIDBase: 200000, UIDCount: 65536},
-		Dev: Dev{DataDir: filepath.Join(".execledger", "pgdata")},
+		Wasm: defaultWasm(),
+		Dev:  Dev{DataDir: filepath.Join(".execledger", "pgdata")},
 	}
 }
 
@@ -188,6 +192,11 @@ func Load(path string, environ []string) (Config, error) {
 			}
 			return Config{}, fmt.Errorf("config: %s: unknown keys: %s", path, strings.Join(keys, ", "))
 		}
+		dir, err := filepath.Abs(filepath.Dir(path))
+		if err != nil {
+			return Config{}, fmt.Errorf("config: %s: %w", path, err)
+		}
+		cfg.Wasm.normalize(dir)
 	}
 	if err := applyEnv(&cfg, environ); err != nil {
 		return Config{}, err
@@ -269,6 +278,7 @@ func (c Config) Validate() error {
 	if p.UIDBase < 1000 || p.UIDCount < 1 || int64(p.UIDBase)+int64(p.UIDCount) > 1<<32-2 {
 		errs = append(errs, errors.New("process_run: uid_base must be at least 1000, uid_count positive, and the range below 4294967294"))
 	}
+	errs = append(errs, c.Wasm.validate()...)
 	if c.Dev.DataDir == "" {
 		errs = append(errs, errors.New("dev.data_dir: must not be empty"))
 	}
@@ -409,6 +419,8 @@ func setField(f reflect.Value, s string) error {
 				ns = append(ns, n)
 			}
 			f.Set(reflect.ValueOf(ns))
+		case reflect.Struct:
+			return errors.New("a list of tables: set it in the configuration file")
 		default:
 			return fmt.Errorf("unsupported list type %s", f.Type())
 		}
