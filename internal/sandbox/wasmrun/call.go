@@ -26,6 +26,8 @@ func (t *Tool) execute(ctx context.Context, p *program, e entry, input []byte) e
 	std := stdio{stdin: bytes.NewReader(input),
 		stdout: &limitedBuffer{limit: cfg.OutputLimit}, stderr: &limitedBuffer{limit: cfg.StderrLimit}}
 	o := outcome{metered: t.run.meter.metered(), memLimit: cfg.MemoryLimitPages, fuelLimit: t.fuel}
+	cc := &callCaps{granted: t.granted, secrets: cfg.Secrets, storage: cfg.Storage}
+	ctx = withCallCaps(ctx, cc)
 
 	mod, err := t.run.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), p.compiled,
 		callConfig(t.mc, p.digest, input, std))
@@ -50,6 +52,8 @@ func (t *Tool) execute(ctx context.Context, p *program, e entry, input []byte) e
 	res.Enforcement["entrypoint"] = e.name
 	res.Enforcement["abi"] = e.abi
 	res.Enforcement["host_modules"] = p.hosts
+	red := cc.redactor(cfg.Redactor)
+	res.Events = cc.events(red)
 	if o.metered {
 		res.Enforcement["instrumented_digest"] = p.instDigest
 		res.Resources["fuel_limit"] = t.fuel
@@ -58,17 +62,17 @@ func (t *Tool) execute(ctx context.Context, p *program, e entry, input []byte) e
 		}
 	}
 	if fuelErr != nil {
-		return t.failure(res, refuse(kindRuntimeFailure, "reading the fuel left: %v", fuelErr), o, std)
+		return t.failure(res, refuse(kindRuntimeFailure, "reading the fuel left: %v", fuelErr), o, std, red)
 	}
 	if o.err != nil {
-		return t.failure(res, classify(ctx, o), o, std)
+		return t.failure(res, classify(ctx, o), o, std, red)
 	}
 	if ctx.Err() != nil { // finished, but only after it was told to stop
-		return t.failure(res, interrupted(ctx), o, std)
+		return t.failure(res, interrupted(ctx), o, std, red)
 	}
-	out, cerr := t.output(e, results, std)
+	out, cerr := t.output(e, results, std, red)
 	if cerr != nil {
-		return t.failure(res, cerr, o, std)
+		return t.failure(res, cerr, o, std, red)
 	}
 	res.Output = out
 	return res
@@ -91,7 +95,7 @@ func call(ctx context.Context, mod api.Module, e entry) ([]uint64, error) {
 
 // output builds a successful call's output: {"result": N}, or the JSON
 // object a WASI command wrote to stdout, redacted.
-func (t *Tool) output(e entry, results []uint64, std stdio) (json.RawMessage, *callError) {
+func (t *Tool) output(e entry, results []uint64, std stdio, red callRedactor) (json.RawMessage, *callError) {
 	if e.abi == abiResult {
 		if len(results) == 0 { // proc_exit(0) instead of a return
 			return nil, refuse(kindRuntimeFailure, "the module exited without returning a result")
@@ -107,20 +111,24 @@ func (t *Tool) output(e entry, results []uint64, std stdio) (json.RawMessage, *c
 	}
 	b := bytes.TrimSpace(std.stdout.buf.Bytes())
 	if !isObject(b) {
-		return nil, refuse(kindRuntimeFailure, "output is not a JSON object: %q", t.h.cfg.Redactor.String(clip(string(b), 200)))
+		return nil, refuse(kindRuntimeFailure, "output is not a JSON object: %q", clip(red.String(string(b)), 200))
 	}
-	return t.h.cfg.Redactor.JSON(b), nil
+	return red.JSON(b), nil
 }
 
 // failure completes res for a failed call: the error, and as output what
 // the module wrote to stderr (redacted, bounded) and its exit code or
 // trap.
-func (t *Tool) failure(res executor.Result, ce *callError, o outcome, std stdio) executor.Result {
+func (t *Tool) failure(res executor.Result, ce *callError, o outcome, std stdio, red callRedactor) executor.Result {
 	res.ErrorKind, res.TimedOut = ce.kind, ce.kind == kindTimedOut
 	res.Error = t.name + ": " + ce.msg
 	out := map[string]any{}
 	if std.stderr.total > 0 {
-		s := t.h.cfg.Redactor.String(strings.ToValidUTF8(std.stderr.buf.String(), "\uFFFD"))
+		s := std.stderr.buf.String()
+		if std.stderr.Truncated() {
+			s = red.cut(s)
+		}
+		s = red.String(strings.ToValidUTF8(s, "\uFFFD"))
 		out["stderr"], out["stderr_truncated"] = s, std.stderr.Truncated()
 		res.Error += "; stderr: " + clip(s, 512)
 	}

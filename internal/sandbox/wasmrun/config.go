@@ -81,6 +81,16 @@ type Config struct {
 	// alone (New creates it 0700 and refuses one that others may write).
 	// Without it compiled code is shared in memory by the host's tools.
 	CacheDir string
+	// Policy is what the registered modules may be granted: a call gets
+	// what both Policy and its module's Capabilities list. plugin.run's
+	// modules are granted nothing.
+	Policy Capabilities
+	// Secrets provides the values of granted secrets; nil means none can
+	// be read.
+	Secrets SecretProvider
+	// Storage is the key-value store of granted storage prefixes; nil
+	// means none can be used.
+	Storage Storage
 
 	// hostModules, for tests, instantiates host modules besides WASI in
 	// each runtime and returns their names, whose functions modules may
@@ -106,6 +116,9 @@ type Module struct {
 	// FuelLimit and Timeout override Config's when not zero.
 	FuelLimit int64
 	Timeout   time.Duration
+	// Capabilities are what the skill's manifest asks for; calls are
+	// granted those Config.Policy allows too.
+	Capabilities Capabilities
 }
 
 // toolID is a dotted lower-case tool name such as acme.hello.
@@ -137,6 +150,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Redactor == nil {
 		cfg.Redactor = redact.New(redact.Options{})
 	}
+	if err := cfg.Policy.check(); err != nil {
+		return cfg, fmt.Errorf("policy: %w", err)
+	}
 	seen := map[string]bool{PluginTool: cfg.AllowInline}
 	for i, m := range cfg.Modules {
 		if err := m.check(seen); err != nil {
@@ -167,6 +183,9 @@ func (m Module) check(seen map[string]bool) error {
 	}
 	if m.FuelLimit < 0 || m.Timeout < 0 {
 		return fmt.Errorf("%s: negative fuel limit or timeout", m.ToolID)
+	}
+	if err := m.Capabilities.check(); err != nil {
+		return fmt.Errorf("%s: %w", m.ToolID, err)
 	}
 	return nil
 }

@@ -38,14 +38,59 @@
 // 2024-01-01T00:00:00Z (monotonic: 0) and moves 1 ms per reading and by
 // the requested time per sleep, which returns at once. Random bytes come
 // from ChaCha8 seeded with the digests of the module and the input. A
-// call's behaviour thus depends only on its module and input, so it can
-// be replayed, and Tool.SafeToRepeat is true.
+// call's behaviour thus depends only on its module, its input and the
+// secrets and storage it is granted (see Capabilities).
+//
+// Capabilities. A call may use what both Config.Policy and its module's
+// registration (Module.Capabilities) list: the grant, per class (http
+// hosts, secrets, storage prefixes, channels) sorted and without
+// duplicates; plugin.run's modules are granted nothing. Every runtime
+// links two host modules, which a module sees only if it imports them:
+//
+//   - "palyra:plugins/host-capabilities@0.1.0", Palyra's: http-count,
+//     secret-count, storage-count, channel-count () -> i32, the number
+//     granted; http-handle, secret-handle, storage-handle,
+//     channel-handle (index i32) -> i32, the handle of the index-th
+//     granted name: 10000, 20000, 30000 or 40000 plus the index, or -1.
+//   - "execledger:capabilities@0.1.0", what handles do. Pointers and
+//     lengths are i32 in the module's exported memory; a negative result
+//     is an error: -1 the handle is not one granted of the function's
+//     class, -2 no such secret or value, -3 memory out of range, -4 too
+//     large (a message over 64 KiB, over 1 MiB of messages in the call, a
+//     storage key or value over its limit), -5
+//     unavailable (no provider, the provider failed, or a value too
+//     short to redact), -6 the call's 256 uses are spent.
+//     secret_get(handle, buf, cap) -> len writes the secret's value at buf
+//     when it fits in cap bytes and returns its length either way (call
+//     again with a larger buffer). channel_publish(handle, msg, len) -> 0
+//     publishes len bytes at msg. storage_get(handle, key, key_len, buf,
+//     cap) -> len reads, as secret_get does, the value of the key made of
+//     the granted prefix and the key_len bytes at key (UTF-8 without NUL,
+//     at most 512 bytes with the prefix; -7 otherwise; -2 when it has no
+//     value); storage_put(handle, key, key_len, val, val_len) -> 0 sets
+//     it (at most 64 KiB; a secret the call has read is stored
+//     redacted). Config.Storage is the store: MemoryStorage for now.
+//
+// Importing either module is always allowed; using what is not granted
+// fails, and is recorded. Every use of a handle (secret_get,
+// channel_publish, refused or not) is an event in Result.Events,
+// capability.used {class, handle, name, outcome}; a publication adds
+// channel.published {channel, bytes, sha256, redacted} and
+// channel.message {channel, message (the JSON) or message_base64}, which
+// the executor is to append to stream channel:<name>. Secret values come
+// from Config.Secrets (EnvSecrets, DirSecrets) and are registered with a
+// redactor of the call's own before the module sees them: the call's
+// output, stderr and messages show them as redact.Marker, and no event
+// holds one; stderr cut short by StderrLimit loses what may be the start
+// of one. A storage use's event also has the key (redacted). Handles of
+// http hosts resolve but do nothing yet. A tool granted storage or http
+// is not SafeToRepeat.
 //
 // Limits and errors, as in Palyra and as error kinds of the contract:
 //
 //   - a module over MaxModuleBytes, malformed, importing anything tier A
-//     does not provide (WASI's functions only; each such import named,
-//     refused before anything runs), lacking its entrypoint or with an
+//     does not provide (functions of WASI and of the capability modules
+//     only; each such import named, refused before anything runs), lacking its entrypoint or with an
 //     entrypoint of another type: invalid_input;
 //   - fuel (FuelLimit per call, shared by a start function and the
 //     entrypoint; see newMeter) or memory (MemoryLimitPages, enforced by
@@ -58,5 +103,6 @@
 // Results record Resources (fuel_used, fuel_limit, wall_ms,
 // memory_pages_peak, module_bytes, output_bytes) and Enforcement (engine,
 // memory_limit_pages, fuel_limit, table_limit, max_instances, timeout_ms,
-// wasi, module_digest, entrypoint, abi, host_modules).
+// wasi, module_digest, entrypoint, abi, host_modules, capabilities: the
+// grant).
 package wasmrun

@@ -58,7 +58,7 @@ func newHost(ctx context.Context, cfg Config, meter fuelMeter) (*Host, error) {
 			return nil, fmt.Errorf("wasmrun: %s: %w", PluginTool, err)
 		}
 		t := &Tool{h: h, name: PluginTool, run: r, fuel: cfg.FuelLimit, timeout: cfg.Timeout,
-			cache: newModuleCache(cfg.InlineCacheSize)}
+			cache: newModuleCache(cfg.InlineCacheSize), granted: grant(cfg.Policy, Capabilities{})}
 		t.enf, t.mc = t.baseEnforcement(), baseConfig(t.name, nil)
 		h.tools = append(h.tools, t)
 	}
@@ -86,7 +86,7 @@ func (h *Host) register(ctx context.Context, m Module) (*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tool{h: h, name: m.ToolID, run: r, mod: m,
+	t := &Tool{h: h, name: m.ToolID, run: r, mod: m, granted: grant(h.cfg.Policy, m.Capabilities),
 		fuel: orDefault(m.FuelLimit, h.cfg.FuelLimit), timeout: orDefault(m.Timeout, h.cfg.Timeout)}
 	if t.prog, err = r.compile(ctx, wasm, "sha256:"+m.SHA256, t.fuel); err == nil {
 		t.entry, err = t.prog.entry(m.Entrypoint)

@@ -50,7 +50,12 @@ func newRunner(ctx context.Context, cfg *Config, meter fuelMeter, cache wazero.C
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasi: %w", err)
 	}
-	names := []string{wasi_snapshot_preview1.ModuleName}
+	caps, err := instantiateCapabilities(ctx, rt)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("capabilities: %w", err)
+	}
+	names := append([]string{wasi_snapshot_preview1.ModuleName}, caps...)
 	if cfg.hostModules != nil {
 		more, err := cfg.hostModules(ctx, rt)
 		if err != nil {

@@ -24,6 +24,7 @@ type Tool struct {
 	fuel    int64
 	timeout time.Duration
 	enf     map[string]any // what every call records; copied per call
+	granted Capabilities   // what every call may use
 	mc      wazero.ModuleConfig
 
 	// A registered module:
@@ -46,11 +47,15 @@ func (t *Tool) Executor() string { return "sandbox_tier_a" }
 // Tier is "A".
 func (t *Tool) Tier() string { return "A" }
 
-// SafeToRepeat is true: a module sees nothing of the host but its input,
-// a deterministic clock and a seeded random source, and can do nothing
-// outside its instance, so running a call twice does no harm. Skills that
-// are granted a non-deterministic capability will not be.
-func (t *Tool) SafeToRepeat() bool { return true }
+// SafeToRepeat is true unless the tool is granted storage prefixes or
+// http hosts: a module sees nothing of the host but its input, a
+// deterministic clock, a seeded random source and the secrets it is
+// granted, and what it publishes on channels is recorded with its
+// result, so running a call twice does no harm. Storage writes at once,
+// so a second run would see the first's writes.
+func (t *Tool) SafeToRepeat() bool {
+	return len(t.granted.StoragePrefixes) == 0 && len(t.granted.HTTPHosts) == 0
+}
 
 // Engine is the wazero engine the tool's runtime uses: "compiler" or
 // "interpreter".
@@ -145,6 +150,7 @@ func (t *Tool) baseEnforcement() map[string]any {
 		"max_module_bytes":   cfg.MaxModuleBytes,
 		"output_limit_bytes": cfg.OutputLimit,
 		"timeout_ms":         t.timeout.Milliseconds(),
+		"capabilities":       t.granted.enforcement(),
 		"wasi": map[string]any{
 			"preopens": "none", "network": "none", "clock": "fixed", "random": "seeded",
 			"env": env, "args": []string{t.name},

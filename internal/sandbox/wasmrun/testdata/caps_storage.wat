@@ -1,0 +1,28 @@
+;; Uses storage prefix 0: put writes "v1" at key "k", get reads it back
+;; and returns its length (the value is left at 1024), with_secret stores
+;; secret 0's value at key "s".
+(module
+  (import "palyra:plugins/host-capabilities@0.1.0" "storage-handle" (func $storage_handle (param i32) (result i32)))
+  (import "palyra:plugins/host-capabilities@0.1.0" "secret-handle" (func $secret_handle (param i32) (result i32)))
+  (import "execledger:capabilities@0.1.0" "storage_get" (func $storage_get (param i32 i32 i32 i32 i32) (result i32)))
+  (import "execledger:capabilities@0.1.0" "storage_put" (func $storage_put (param i32 i32 i32 i32 i32) (result i32)))
+  (import "execledger:capabilities@0.1.0" "secret_get" (func $secret_get (param i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 100) "k")
+  (data (i32.const 104) "v1")
+  (data (i32.const 108) "s")
+  (data (i32.const 112) "\00")
+  (func (export "put") (result i32)
+    (call $storage_put (call $storage_handle (i32.const 0)) (i32.const 100) (i32.const 1) (i32.const 104) (i32.const 2)))
+  (func (export "get") (result i32)
+    (call $storage_get (call $storage_handle (i32.const 0)) (i32.const 100) (i32.const 1) (i32.const 1024) (i32.const 64)))
+  (func (export "get_missing") (result i32)
+    (call $storage_get (call $storage_handle (i32.const 0)) (i32.const 108) (i32.const 1) (i32.const 1024) (i32.const 64)))
+  (func (export "put_nul") (result i32)
+    (call $storage_put (call $storage_handle (i32.const 0)) (i32.const 112) (i32.const 1) (i32.const 104) (i32.const 2)))
+  (func (export "put_ungranted") (result i32)
+    (call $storage_put (i32.const 30001) (i32.const 100) (i32.const 1) (i32.const 104) (i32.const 2)))
+  (func (export "with_secret") (result i32) (local $n i32)
+    (local.set $n (call $secret_get (call $secret_handle (i32.const 0)) (i32.const 2048) (i32.const 256)))
+    (if (i32.lt_s (local.get $n) (i32.const 0)) (then unreachable))
+    (call $storage_put (call $storage_handle (i32.const 0)) (i32.const 108) (i32.const 1) (i32.const 2048) (local.get $n))))
