@@ -105,6 +105,9 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 		return err
 	}
 	var appends []ledger.StreamAppend
+	// others are events tools address to other streams (channel:<name>),
+	// appended after the requests' own.
+	var others []ledger.StreamAppend
 	var fin finishBatch
 	for _, o := range batch {
 		j, res := o.job, o.result
@@ -133,7 +136,12 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 		}
 		events := make([]ledger.NewEvent, 0, len(res.Events)+3)
 		for _, ev := range res.Events {
-			events = append(events, ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: e.meta(j)})
+			ne := ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: e.meta(j)}
+			if ev.Stream != "" {
+				others = append(others, ledger.StreamAppend{Stream: ev.Stream, Expected: ledger.AnyVersion, Events: []ledger.NewEvent{ne}})
+				continue
+			}
+			events = append(events, ne)
 		}
 		events = append(events, ledger.NewEvent{Type: "execution.finished", Payload: finished, Metadata: e.meta(j)})
 		if state == "cancelled" {
@@ -149,6 +157,13 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 	}
 	if _, err := e.store.AppendBatch(ctx, tx, appends); err != nil {
 		return err
+	}
+	// One stream at a time: AnyVersion reads each head, so two events for
+	// one stream in one statement would claim the same version.
+	for _, o := range others {
+		if _, err := e.store.AppendBatch(ctx, tx, []ledger.StreamAppend{o}); err != nil {
+			return err
+		}
 	}
 	if err := fin.exec(ctx, tx); err != nil {
 		return err

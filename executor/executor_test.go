@@ -713,6 +713,13 @@ func TestResultsTheLedgerCannotStoreStillEnd(t *testing.T) {
 			ledger.StateSucceeded, func(r *ledger.Request) bool { return true }},
 		{"reserved event", map[string]any{"output": json.RawMessage(`{}`), "events": []map[string]any{{"Type": "execution.finished", "Payload": map[string]any{}}}},
 			ledger.StateFailed, func(r *ledger.Request) bool { return strings.Contains(*r.Error, "may not be recorded") }},
+		{"channel events", map[string]any{"output": json.RawMessage(`{}`), "events": []map[string]any{
+			{"Type": "channel.message", "Payload": map[string]any{"n": 1}, "Stream": "channel:news"},
+			{"Type": "channel.message", "Payload": map[string]any{"n": 2}, "Stream": "channel:news"}}},
+			ledger.StateSucceeded, func(r *ledger.Request) bool { return true }},
+		{"foreign stream", map[string]any{"output": json.RawMessage(`{}`), "events": []map[string]any{
+			{"Type": "channel.message", "Payload": map[string]any{}, "Stream": "request:00000000-0000-0000-0000-000000000000"}}},
+			ledger.StateFailed, func(r *ledger.Request) bool { return strings.Contains(*r.Error, "is not channel:<name>") }},
 	}
 	ids := make([]uuid.UUID, len(cases))
 	for i, tc := range cases {
@@ -731,6 +738,20 @@ func TestResultsTheLedgerCannotStoreStillEnd(t *testing.T) {
 	}
 	if got := strings.Join(types, " "); !strings.Contains(got, "egress.connection execution.finished attestation.signed") {
 		t.Fatalf("tool events: %s", got)
+	}
+	// Events addressed to a channel land on its stream, in order, and not
+	// on the request's.
+	var ns []string
+	if err := e.db.Pool.QueryRow(context.Background(), "SELECT array_agg(payload->>'n' ORDER BY version) FROM ledger.events WHERE stream = 'channel:news'").Scan(&ns); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ns) != "[1 2]" {
+		t.Fatalf("channel:news = %v", ns)
+	}
+	var onRequest int
+	if err := e.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM ledger.events WHERE stream = $1 AND type = 'channel.message'",
+		"request:"+ids[6].String()).Scan(&onRequest); err != nil || onRequest != 0 {
+		t.Fatalf("%d channel messages on the request stream, %v", onRequest, err)
 	}
 }
 

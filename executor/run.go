@@ -87,6 +87,9 @@ func checkToolEvents(evs []Event) error {
 		if reservedEvents[ev.Type] || !validEventType(ev.Type) {
 			return fmt.Errorf("event type %q may not be recorded by a tool", ev.Type)
 		}
+		if ev.Stream != "" && !validChannelStream(ev.Stream) {
+			return fmt.Errorf("event %s: stream %q is not channel:<name> (1-128 of [A-Za-z0-9._:-])", ev.Type, ev.Stream)
+		}
 		b, err := json.Marshal(ev.Payload)
 		if err != nil {
 			return fmt.Errorf("event %s: %w", ev.Type, err)
@@ -132,4 +135,20 @@ func hasNULEscape(b []byte) bool {
 // storableText makes s fit a text column: valid UTF-8, no NUL.
 func storableText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// validChannelStream is "channel:" and a name of 1 to 128 characters of
+// [A-Za-z0-9._:-], starting with a letter or digit (the run id rule).
+func validChannelStream(s string) bool {
+	name, ok := strings.CutPrefix(s, "channel:")
+	if !ok || len(name) == 0 || len(name) > 128 {
+		return false
+	}
+	for i, c := range name {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("._:-", c)) {
+			return false
+		}
+	}
+	return true
 }

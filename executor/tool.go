@@ -57,6 +57,11 @@ type Result struct {
 type Event struct {
 	Type    string
 	Payload any
+	// Stream, when set, appends the event to that stream instead of the
+	// request's, in the same transaction, after whatever the stream holds
+	// then. Only channel streams ("channel:<name>") are allowed: a tier A
+	// skill's published messages.
+	Stream string
 }
 
 // failure builds a failed Result.
