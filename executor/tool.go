@@ -61,7 +61,7 @@ type Event struct {
 	// request's, in the same transaction, after whatever the stream holds
 	// then. Only channel streams ("channel:<name>") are allowed: a tier A
 	// skill's published messages.
-	Stream string
+	Stream string `json:",omitempty"`
 }
 
 // failure builds a failed Result.
