@@ -806,6 +806,25 @@ COMMENT ON TABLE ledger.runs IS 'Per-run call budgets; derived from run.* and bu
 
 
 --
+-- Name: skill_storage; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.skill_storage (
+    key text NOT NULL,
+    value bytea NOT NULL,
+    updated_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT skill_storage_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 512)))
+);
+
+
+--
+-- Name: TABLE skill_storage; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.skill_storage IS 'Values of tier A skills'' storage capability; keys begin with the granted prefix.';
+
+
+--
 -- Name: execledger_schema_version; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -868,6 +887,14 @@ ALTER TABLE ONLY ledger.request_status
 
 ALTER TABLE ONLY ledger.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (principal, run_id);
+
+
+--
+-- Name: skill_storage skill_storage_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skill_storage
+    ADD CONSTRAINT skill_storage_pkey PRIMARY KEY (key);
 
 
 --
@@ -1182,6 +1209,15 @@ GRANT SELECT ON TABLE ledger.requests TO ledger_admin;
 GRANT SELECT,INSERT,UPDATE ON TABLE ledger.runs TO ledger_executor;
 GRANT SELECT ON TABLE ledger.runs TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.runs TO ledger_admin;
+
+
+--
+-- Name: TABLE skill_storage; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE ledger.skill_storage TO ledger_executor;
+GRANT SELECT ON TABLE ledger.skill_storage TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.skill_storage TO ledger_admin;
 
 
 --

@@ -164,7 +164,7 @@ func toolsFor(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger
 		closers = append(closers, toolCloser{"process.run", pr.Close})
 	}
 	if cfg.Wasm.Enabled {
-		wt, h, err := wasmTools(ctx, cfg.Wasm)
+		wt, h, err := wasmTools(ctx, cfg.Wasm, pool)
 		if err != nil {
 			closeTools(context.WithoutCancel(ctx), cfg, logger, closers)
 			return nil, nil, err
@@ -178,15 +178,21 @@ func toolsFor(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger
 
 // wasmTools builds the tier A host: every registered module is read,
 // checked against its pinned digest and compiled before serve starts.
-func wasmTools(ctx context.Context, w config.Wasm) ([]executor.Tool, *wasmrun.Host, error) {
+// Calls are granted what both [wasm]'s policy and their module's
+// capabilities list; secrets come from secrets_dir or secrets_env_prefix,
+// storage is ledger.skill_storage through pool.
+func wasmTools(ctx context.Context, w config.Wasm, pool *pgxpool.Pool) ([]executor.Tool, *wasmrun.Host, error) {
 	mods := make([]wasmrun.Module, len(w.Modules))
 	for i, m := range w.Modules {
 		path, err := filepath.Abs(m.Path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("wasm.modules[%d].path: %w", i, err)
 		}
+		c := m.Capabilities
 		mods[i] = wasmrun.Module{ToolID: m.Tool, Path: path, SHA256: m.SHA256, Entrypoint: m.Entrypoint,
-			FuelLimit: int64(m.FuelLimit), Timeout: m.Timeout.Duration}
+			FuelLimit: int64(m.FuelLimit), Timeout: m.Timeout.Duration,
+			Capabilities: wasmrun.Capabilities{HTTPHosts: c.HTTPHosts, Secrets: c.Secrets,
+				StoragePrefixes: c.StoragePrefixes, Channels: c.Channels}}
 	}
 	cacheDir := w.CacheDir
 	if cacheDir != "" {
@@ -195,9 +201,23 @@ func wasmTools(ctx context.Context, w config.Wasm) ([]executor.Tool, *wasmrun.Ho
 			return nil, nil, fmt.Errorf("wasm.cache_dir: %w", err)
 		}
 	}
+	var secrets wasmrun.SecretProvider
+	switch {
+	case w.SecretsDir != "":
+		dir, err := filepath.Abs(w.SecretsDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("wasm.secrets_dir: %w", err)
+		}
+		secrets = wasmrun.DirSecrets{Dir: dir}
+	case w.SecretsEnvPrefix != "":
+		secrets = wasmrun.EnvSecrets{Prefix: w.SecretsEnvPrefix}
+	}
 	h, err := wasmrun.New(ctx, wasmrun.Config{Modules: mods, AllowInline: w.AllowInline, Engine: w.Engine,
 		MemoryLimitPages: uint32(w.MemoryLimitPages), FuelLimit: int64(w.FuelLimit), MaxInstances: w.MaxInstances,
-		MaxModuleBytes: w.MaxModuleBytes, Timeout: w.Timeout.Duration, CacheDir: cacheDir})
+		MaxModuleBytes: w.MaxModuleBytes, Timeout: w.Timeout.Duration, CacheDir: cacheDir,
+		Policy: wasmrun.Capabilities{HTTPHosts: w.PolicyHTTPHosts, Secrets: w.PolicySecrets,
+			StoragePrefixes: w.PolicyStoragePrefixes, Channels: w.PolicyChannels},
+		Secrets: secrets, Storage: wasmrun.PGStorage{Pool: pool}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("wasm: %w", err)
 	}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // answerWAT is a skill whose run returns 42.
@@ -17,15 +21,22 @@ const answerWAT = `(module (func (export "run") (result i32) i32.const 42))`
 // module's sha256.
 func answerModule(t *testing.T, dir string) string {
 	t.Helper()
+	return watModule(t, dir, "answer", answerWAT)
+}
+
+// watModule compiles src with wat2wasm into dir/name.wasm and returns the
+// module's sha256.
+func watModule(t *testing.T, dir, name, wat string) string {
+	t.Helper()
 	wat2wasm, err := exec.LookPath("wat2wasm")
 	if err != nil {
 		t.Fatalf("wat2wasm (WABT) is needed to build the test's WebAssembly module: %v", err)
 	}
-	src := filepath.Join(dir, "answer.wat")
-	if err := os.WriteFile(src, []byte(answerWAT), 0o644); err != nil {
+	src := filepath.Join(dir, name+".wat")
+	if err := os.WriteFile(src, []byte(wat), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "answer.wasm")
+	out := filepath.Join(dir, name+".wasm")
 	if b, err := exec.Command(wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
 		t.Fatalf("wat2wasm: %v\n%s", err, b)
 	}
@@ -84,5 +95,115 @@ func TestServeRefusesAWasmModuleWithAnotherDigest(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("serve's error lacks %q: %s", want, r.stderr)
 		}
+	}
+}
+
+// notesWAT is a WASI skill with two entrypoints using storage prefix 0
+// and secret 0: remember stores "hello-ledger" at key "note" and prints
+// {"secret":"<the secret>"}; recall prints {"note":"<the value of note>"}.
+// Each traps when a capability is refused.
+const notesWAT = `(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (import "palyra:plugins/host-capabilities@0.1.0" "secret-handle" (func $secret_handle (param i32) (result i32)))
+  (import "palyra:plugins/host-capabilities@0.1.0" "storage-handle" (func $storage_handle (param i32) (result i32)))
+  (import "execledger:capabilities@0.1.0" "secret_get" (func $secret_get (param i32 i32 i32) (result i32)))
+  (import "execledger:capabilities@0.1.0" "storage_get" (func $storage_get (param i32 i32 i32 i32 i32) (result i32)))
+  (import "execledger:capabilities@0.1.0" "storage_put" (func $storage_put (param i32 i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 100) "note")
+  (data (i32.const 104) "hello-ledger")
+  (data (i32.const 1013) "{\"secret\":\"")
+  (data (i32.const 2039) "{\"note\":\"")
+  ;; $print closes the string ending at end with "} and writes it from ptr on stdout.
+  (func $print (param $ptr i32) (param $end i32)
+    (i32.store16 (local.get $end) (i32.const 0x7d22))
+    (i32.store (i32.const 0) (local.get $ptr))
+    (i32.store (i32.const 4) (i32.add (i32.sub (local.get $end) (local.get $ptr)) (i32.const 2)))
+    (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8))))
+  (func (export "remember") (local $n i32)
+    (if (call $storage_put (call $storage_handle (i32.const 0)) (i32.const 100) (i32.const 4) (i32.const 104) (i32.const 12))
+      (then unreachable))
+    (local.set $n (call $secret_get (call $secret_handle (i32.const 0)) (i32.const 1024) (i32.const 256)))
+    (if (i32.lt_s (local.get $n) (i32.const 0)) (then unreachable))
+    (call $print (i32.const 1013) (i32.add (i32.const 1024) (local.get $n))))
+  (func (export "recall") (local $n i32)
+    (local.set $n (call $storage_get (call $storage_handle (i32.const 0)) (i32.const 100) (i32.const 4) (i32.const 2048) (i32.const 256)))
+    (if (i32.lt_s (local.get $n) (i32.const 0)) (then unreachable))
+    (call $print (i32.const 2039) (i32.add (i32.const 2048) (local.get $n)))))`
+
+const notesSecret = "s3cr3t-ledger-XYZ"
+
+// TestServeGrantsWasmCapabilities runs a skill granted a storage prefix
+// and a secret (from secrets_dir) through serve: what one request stores
+// in ledger.skill_storage the next reads, the echoed secret is redacted
+// and the capability.used events do not hold it.
+func TestServeGrantsWasmCapabilities(t *testing.T) {
+	t.Parallel()
+	db, environ := processEnv(t, "C", "EXECLEDGER_PROCESS_RUN_ENABLED=false", "EXECLEDGER_WASM_ENABLED=true")
+	dir := t.TempDir()
+	digest := watModule(t, dir, "notes", notesWAT)
+	secrets := filepath.Join(dir, "secrets")
+	if err := os.Mkdir(secrets, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secrets, "API_TOKEN"), []byte(notesSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "execledger.toml")
+	body := `[wasm]
+policy_secrets = ["API_TOKEN"]
+policy_storage_prefixes = ["acme/notes/"]
+secrets_dir = "` + secrets + `"
+`
+	for _, e := range []string{"remember", "recall"} {
+		body += `
+[[wasm.modules]]
+tool = "acme.` + e + `"
+path = "notes.wasm"
+sha256 = "` + digest + `"
+entrypoint = "` + e + `"
+[wasm.modules.capabilities]
+secrets = ["API_TOKEN"]
+storage_prefixes = ["acme/notes/"]
+`
+	}
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop, out := startCommand(t, environ, "serve", "--config", cfg)
+
+	remembered := submitJSON(t, db, "acme.remember", `{}`, "r1")
+	if output, _ := remembered["output"].(map[string]any); remembered["state"] != "succeeded" || output["secret"] != "<redacted>" {
+		t.Fatalf("acme.remember: %v\n%s", remembered, out)
+	}
+	recalled := submitJSON(t, db, "acme.recall", `{}`, "r1")
+	if output, _ := recalled["output"].(map[string]any); recalled["state"] != "succeeded" || output["note"] != "hello-ledger" {
+		t.Fatalf("acme.recall: %v\n%s", recalled, out)
+	}
+
+	ctx := context.Background()
+	var stored []byte
+	if err := db.Pool.QueryRow(ctx, "SELECT value FROM ledger.skill_storage WHERE key = 'acme/notes/note'").Scan(&stored); err != nil || string(stored) != "hello-ledger" {
+		t.Errorf("ledger.skill_storage acme/notes/note = %q, %v", stored, err)
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT concat_ws(' ', payload->>'class', payload->>'name', payload->>'key', payload->>'outcome')
+		FROM ledger.events WHERE stream = 'request:' || $1 AND type = 'capability.used' ORDER BY version`, remembered["id"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"storage acme/notes/ acme/notes/note ok", "secret API_TOKEN ok"}; !slices.Equal(uses, want) {
+		t.Errorf("acme.remember's capability.used events: %q", uses)
+	}
+	var leaks int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM ledger.events WHERE strpos(payload::text, $1) > 0 OR strpos(metadata::text, $1) > 0",
+		notesSecret).Scan(&leaks); err != nil || leaks != 0 {
+		t.Errorf("%d events hold the secret (%v)", leaks, err)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exited %d: %s", code, out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,6 +17,12 @@ import (
 // variable cannot express: modules are set in the file only, and
 // EXECLEDGER_WASM_MODULES is an error. A module's relative path is
 // resolved against the directory of the file that names it.
+//
+// Capabilities: a call may use what both the policy (the Policy* lists)
+// and its module's registration (WasmModule.Capabilities) name. Secret
+// values come from one provider: files in SecretsDir, or the daemon's
+// environment variables SecretsEnvPrefix+NAME; with neither set no secret
+// can be read. Storage is ledger.skill_storage.
 type Wasm struct {
 	Enabled          bool         `toml:"enabled"`            // false: serve registers no tier A tool
 	Engine           string       `toml:"engine"`             // auto, compiler or interpreter
@@ -27,6 +34,21 @@ type Wasm struct {
 	CacheDir         string       `toml:"cache_dir"`          // compiled code kept between restarts; "" = in memory only
 	AllowInline      bool         `toml:"allow_inline"`       // the plugin.run tool, which runs a module sent in the input
 	Modules          []WasmModule `toml:"modules"`            // registered skills, one tool each; file only
+
+	PolicyHTTPHosts       []string `toml:"policy_http_hosts"`       // hosts modules may be granted (not usable yet)
+	PolicySecrets         []string `toml:"policy_secrets"`          // secret names modules may be granted
+	PolicyStoragePrefixes []string `toml:"policy_storage_prefixes"` // storage key prefixes modules may be granted
+	PolicyChannels        []string `toml:"policy_channels"`         // channels modules may be granted
+	SecretsDir            string   `toml:"secrets_dir"`             // secret NAME is the file <dir>/NAME; "" = none
+	SecretsEnvPrefix      string   `toml:"secrets_env_prefix"`      // secret NAME is the variable <prefix>NAME; "" = none
+}
+
+// WasmCapabilities are what a module asks for: [wasm.modules.capabilities].
+type WasmCapabilities struct {
+	HTTPHosts       []string `toml:"http_hosts"`
+	Secrets         []string `toml:"secrets"`
+	StoragePrefixes []string `toml:"storage_prefixes"`
+	Channels        []string `toml:"channels"`
 }
 
 // WasmModule is a registered skill module: [[wasm.modules]].
@@ -37,6 +59,8 @@ type WasmModule struct {
 	Entrypoint string   `toml:"entrypoint"` // "" = _start if exported (WASI command), else run
 	FuelLimit  int      `toml:"fuel_limit"` // 0 = wasm.fuel_limit
 	Timeout    Duration `toml:"timeout"`    // 0 = wasm.timeout
+
+	Capabilities WasmCapabilities `toml:"capabilities"` // granted where the policy allows them too
 }
 
 // maxWasmPages is WebAssembly's limit on a 32-bit memory (4 GiB).
@@ -47,7 +71,8 @@ var wasmToolID = regexp.MustCompile(`^[a-z0-9][a-z0-9_\-]*(\.[a-z0-9][a-z0-9_\-]
 
 func defaultWasm() Wasm {
 	return Wasm{Engine: "auto", MemoryLimitPages: 1024, FuelLimit: 10_000_000, MaxInstances: 256,
-		MaxModuleBytes: 8 << 20, Timeout: Duration{30 * time.Second}, Modules: []WasmModule{}}
+		MaxModuleBytes: 8 << 20, Timeout: Duration{30 * time.Second}, Modules: []WasmModule{},
+		PolicyHTTPHosts: []string{}, PolicySecrets: []string{}, PolicyStoragePrefixes: []string{}, PolicyChannels: []string{}}
 }
 
 // normalize makes the modules' relative paths relative to dir, the
@@ -73,6 +98,7 @@ func (w Wasm) validate() []error {
 	if w.FuelLimit < 1 || w.MaxInstances < 1 || w.MaxModuleBytes < 1 || w.Timeout.Duration <= 0 {
 		errs = append(errs, errors.New("wasm: fuel_limit, max_instances, max_module_bytes and timeout must be positive"))
 	}
+	errs = append(errs, w.validateCapabilities()...)
 	seen := map[string]bool{"plugin.run": w.AllowInline}
 	for i, m := range w.Modules {
 		if err := m.validate(seen); err != nil {
@@ -99,5 +125,69 @@ func (m WasmModule) validate(seen map[string]bool) error {
 	if m.FuelLimit < 0 || m.Timeout.Duration < 0 {
 		errs = append(errs, fmt.Errorf("%s: fuel_limit and timeout: must be positive, or 0 for [wasm]'s", m.Tool))
 	}
+	errs = append(errs, m.Capabilities.validate(m.Tool+": capabilities.")...)
 	return errors.Join(errs...)
+}
+
+// Limits of capability names, as wasmrun's.
+const (
+	maxCapabilityName  = 256 // bytes
+	maxCapabilityNames = 10_000
+)
+
+// secretName is a name both secret providers accept, and envPrefix a
+// prefix of variable names.
+var (
+	secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envPrefix  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// validateCapabilities checks the policy lists and the secrets provider.
+func (w Wasm) validateCapabilities() []error {
+	errs := WasmCapabilities{HTTPHosts: w.PolicyHTTPHosts, Secrets: w.PolicySecrets,
+		StoragePrefixes: w.PolicyStoragePrefixes, Channels: w.PolicyChannels}.validate("wasm.policy_")
+	switch {
+	case w.SecretsDir != "" && w.SecretsEnvPrefix != "":
+		errs = append(errs, errors.New("wasm.secrets_dir and wasm.secrets_env_prefix: set one secrets provider, not both"))
+	case w.SecretsEnvPrefix != "" && !envPrefix.MatchString(w.SecretsEnvPrefix):
+		errs = append(errs, fmt.Errorf("wasm.secrets_env_prefix: %q is not letters, digits and '_', not starting with a digit", w.SecretsEnvPrefix))
+	case w.SecretsEnvPrefix != "" && (strings.HasPrefix(EnvPrefix, w.SecretsEnvPrefix) || strings.HasPrefix(w.SecretsEnvPrefix, EnvPrefix)):
+		errs = append(errs, fmt.Errorf("wasm.secrets_env_prefix: %q overlaps %s, the configuration variables' prefix", w.SecretsEnvPrefix, EnvPrefix))
+	case len(w.PolicySecrets) > 0 && w.SecretsDir == "" && w.SecretsEnvPrefix == "":
+		errs = append(errs, errors.New("wasm.policy_secrets: secrets are allowed but no provider is set: set wasm.secrets_dir or wasm.secrets_env_prefix"))
+	}
+	return errs
+}
+
+// validate checks each list of c, whose keys are named prefix+key.
+func (c WasmCapabilities) validate(prefix string) []error {
+	var errs []error
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"http_hosts", c.HTTPHosts}, {"secrets", c.Secrets}, {"storage_prefixes", c.StoragePrefixes}, {"channels", c.Channels}} {
+		if err := validateNames(l.key, l.names); err != nil {
+			errs = append(errs, fmt.Errorf("%s%w", prefix, err))
+		}
+	}
+	return errs
+}
+
+func validateNames(key string, names []string) error {
+	if len(names) > maxCapabilityNames {
+		return fmt.Errorf("%s: %d names; at most %d", key, len(names), maxCapabilityNames)
+	}
+	for i, n := range names {
+		switch {
+		case n == "" || len(n) > maxCapabilityName:
+			return fmt.Errorf("%s: %q is empty or longer than %d bytes", key, n, maxCapabilityName)
+		case strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			return fmt.Errorf("%s: %q has a control character", key, n)
+		case slices.Contains(names[:i], n):
+			return fmt.Errorf("%s: %q is listed twice", key, n)
+		case key == "secrets" && !secretName.MatchString(n):
+			return fmt.Errorf("%s: %q is not letters, digits and '_', not starting with a digit", key, n)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,16 @@ func TestWasmErrorsNameTheKey(t *testing.T) {
 		"no path":           {file: module("acme.a", "", digest), want: "acme.a: path: must not be empty"},
 		"negative fuel":     {file: module("acme.a", "a.wasm", digest) + "fuel_limit = -1\n", want: "acme.a: fuel_limit"},
 		"unknown key":       {file: module("acme.a", "a.wasm", digest) + "digest = \"x\"\n", want: "wasm.modules.digest"},
+		"two providers":     {env: []string{"EXECLEDGER_WASM_SECRETS_DIR=/run/secrets", "EXECLEDGER_WASM_SECRETS_ENV_PREFIX=SKILL_"}, want: "set one secrets provider, not both"},
+		"bad env prefix":    {env: []string{"EXECLEDGER_WASM_SECRETS_ENV_PREFIX=1X"}, want: `wasm.secrets_env_prefix: "1X" is not letters`},
+		"config prefix":     {env: []string{"EXECLEDGER_WASM_SECRETS_ENV_PREFIX=EXEC"}, want: "wasm.secrets_env_prefix: \"EXEC\" overlaps EXECLEDGER_"},
+		"no provider":       {env: []string{"EXECLEDGER_WASM_POLICY_SECRETS=API_TOKEN"}, want: "wasm.policy_secrets: secrets are allowed but no provider is set"},
+		"bad secret name":   {env: []string{"EXECLEDGER_WASM_SECRETS_DIR=/s", "EXECLEDGER_WASM_POLICY_SECRETS=a-b"}, want: `wasm.policy_secrets: "a-b" is not letters`},
+		"policy twice":      {env: []string{"EXECLEDGER_WASM_POLICY_CHANNELS=c,c"}, want: `wasm.policy_channels: "c" is listed twice`},
+		"long prefix":       {env: []string{"EXECLEDGER_WASM_POLICY_STORAGE_PREFIXES=" + strings.Repeat("p", 257)}, want: "wasm.policy_storage_prefixes"},
+		"module control":    {file: module("acme.a", "a.wasm", digest) + "capabilities = { storage_prefixes = [\"a\\u0001\"] }\n", want: "acme.a: capabilities.storage_prefixes"},
+		"module secret":     {file: module("acme.a", "a.wasm", digest) + "[wasm.modules.capabilities]\nsecrets = [\"x.y\"]\n", want: `acme.a: capabilities.secrets: "x.y"`},
+		"unknown cap":       {file: module("acme.a", "a.wasm", digest) + "[wasm.modules.capabilities]\nfiles = []\n", want: "wasm.modules.capabilities.files"},
 	} {
 		path := ""
 		if tc.file != "" {
@@ -78,5 +89,49 @@ func TestWasmErrorsNameTheKey(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want it to mention %q", name, err, tc.want)
 		}
+	}
+}
+
+func TestWasmCapabilities(t *testing.T) {
+	p := writeFile(t, `
+[wasm]
+policy_secrets = ["API_TOKEN"]
+policy_storage_prefixes = ["acme/"]
+policy_channels = ["news"]
+secrets_dir = "/run/secrets"
+
+[[wasm.modules]]
+tool = "acme.answer"
+path = "answer.wasm"
+sha256 = "`+digest+`"
+[wasm.modules.capabilities]
+secrets = ["API_TOKEN", "OTHER"]
+storage_prefixes = ["acme/"]
+
+[[wasm.modules]]
+tool = "acme.plain"
+path = "plain.wasm"
+sha256 = "`+digest+`"
+`)
+	cfg, err := Load(p, []string{"EXECLEDGER_WASM_POLICY_HTTP_HOSTS=api.example.com, example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cfg.Wasm
+	if !reflect.DeepEqual(w.PolicyHTTPHosts, []string{"api.example.com", "example.org"}) || w.SecretsDir != "/run/secrets" ||
+		w.PolicySecrets[0] != "API_TOKEN" || w.PolicyStoragePrefixes[0] != "acme/" || w.PolicyChannels[0] != "news" {
+		t.Fatalf("wasm = %+v", w)
+	}
+	want := WasmCapabilities{Secrets: []string{"API_TOKEN", "OTHER"}, StoragePrefixes: []string{"acme/"}}
+	if got := w.Modules[0].Capabilities; !reflect.DeepEqual(got, want) {
+		t.Errorf("module 0's capabilities = %+v, want %+v", got, want)
+	}
+	if got := w.Modules[1].Capabilities; !reflect.DeepEqual(got, WasmCapabilities{}) {
+		t.Errorf("module 1's capabilities = %+v, want none", got)
+	}
+
+	env, err := Load("", []string{"EXECLEDGER_WASM_SECRETS_ENV_PREFIX=SKILL_", "EXECLEDGER_WASM_POLICY_SECRETS=API_TOKEN"})
+	if err != nil || env.Wasm.SecretsEnvPrefix != "SKILL_" {
+		t.Fatalf("env provider: %+v, %v", env.Wasm, err)
 	}
 }

@@ -26,7 +26,7 @@ func (t *Tool) execute(ctx context.Context, p *program, e entry, input []byte) e
 	std := stdio{stdin: bytes.NewReader(input),
 		stdout: &limitedBuffer{limit: cfg.OutputLimit}, stderr: &limitedBuffer{limit: cfg.StderrLimit}}
 	o := outcome{metered: t.run.meter.metered(), memLimit: cfg.MemoryLimitPages, fuelLimit: t.fuel}
-	cc := &callCaps{granted: t.granted, secrets: cfg.Secrets, storage: cfg.Storage}
+	cc := &callCaps{granted: t.granted, secrets: cfg.Secrets, storage: cfg.Storage, http: cfg.HTTP}
 	ctx = withCallCaps(ctx, cc)
 
 	mod, err := t.run.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), p.compiled,

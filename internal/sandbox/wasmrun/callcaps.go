@@ -29,6 +29,7 @@ type callCaps struct {
 	granted Capabilities
 	secrets SecretProvider
 	storage Storage
+	http    HTTPOptions
 
 	mu        sync.Mutex
 	uses      []capabilityUse
@@ -43,6 +44,7 @@ type capabilityUse struct {
 	class, name, outcome string
 	key                  string // storage: the key, prefix included
 	handle               int32
+	status, bytes        int    // http: the response's status and body bytes
 	message              []byte // channel: what was published
 	published            bool
 }
@@ -124,6 +126,9 @@ func (cc *callCaps) events(red callRedactor) []executor.Event {
 		if u.class == classStorage && u.outcome != outcomeOf(capDenied) {
 			p["key"] = red.String(u.key)
 		}
+		if u.class == classHTTP {
+			p["name"], p["status"], p["bytes"] = red.String(u.name), u.status, u.bytes
+		}
 		evs = append(evs, executor.Event{Type: "capability.used", Payload: p})
 		if u.published {
 			evs = append(evs, publication(u.name, u.message, red)...)
@@ -133,8 +138,7 @@ func (cc *callCaps) events(red callRedactor) []executor.Event {
 }
 
 // publication is channel.published, for the request's stream, and
-// channel.message, which the executor is to append to stream
-// channel:<name>. The message is recorded as JSON when it is JSON, else
+// channel.message, which the executor appends to stream channel:<name>. The message is recorded as JSON when it is JSON, else
 // as base64, redacted either way; bytes and sha256 are of the message as
 // recorded.
 func publication(channel string, msg []byte, red callRedactor) []executor.Event {
@@ -152,7 +156,7 @@ func publication(channel string, msg []byte, red callRedactor) []executor.Event 
 		"redacted": string(recorded) != string(msg)}
 	return []executor.Event{
 		{Type: "channel.published", Payload: pub},
-		{Type: "channel.message", Payload: m},
+		{Type: "channel.message", Payload: m, Stream: "channel:" + channel},
 	}
 }
 

@@ -2,6 +2,7 @@ package wasmrun
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -11,9 +12,9 @@ import (
 // manifest) and the policy (Config.Policy). A call is granted their
 // intersection (grant), so each capability needs both.
 type Capabilities struct {
-	HTTPHosts       []string // hosts requests may go to (not usable yet)
+	HTTPHosts       []string // hosts requests may go to (http_request)
 	Secrets         []string // names of secrets the SecretProvider holds
-	StoragePrefixes []string // key prefixes of the key-value store (not usable yet)
+	StoragePrefixes []string // key prefixes of the key-value store
 	Channels        []string // channels messages may be published on
 }
 
@@ -115,6 +116,8 @@ func (c Capabilities) check() error {
 				return fmt.Errorf("%s capability %q has a control character", class, n)
 			case slices.Contains(names[:i], n):
 				return fmt.Errorf("%s capability %q is listed twice", class, n)
+			case class == classChannel && !channelName.MatchString(n):
+				return fmt.Errorf("channel %q: a channel is the stream channel:<name>, so its name is 1 to 128 of [A-Za-z0-9._:-], starting with a letter or digit", n)
 			}
 		}
 	}
@@ -129,3 +132,6 @@ func (c Capabilities) enforcement() map[string]any {
 	}
 	return m
 }
+
+// channelName is the executor's rule for channel stream names.
+var channelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)

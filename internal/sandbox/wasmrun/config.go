@@ -91,6 +91,9 @@ type Config struct {
 	// Storage is the key-value store of granted storage prefixes; nil
 	// means none can be used.
 	Storage Storage
+	// HTTP configures http_request (ports, private ranges, resolver,
+	// timeout, size caps); the zero value means its defaults.
+	HTTP HTTPOptions
 
 	// hostModules, for tests, instantiates host modules besides WASI in
 	// each runtime and returns their names, whose functions modules may

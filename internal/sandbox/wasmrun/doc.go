@@ -57,9 +57,12 @@
 //     is an error: -1 the handle is not one granted of the function's
 //     class, -2 no such secret or value, -3 memory out of range, -4 too
 //     large (a message over 64 KiB, over 1 MiB of messages in the call, a
-//     storage key or value over its limit), -5
-//     unavailable (no provider, the provider failed, or a value too
-//     short to redact), -6 the call's 256 uses are spent.
+//     storage key or value over its limit, an http body over its cap),
+//     -5 unavailable (no provider, the provider failed, a value too
+//     short to redact, an http host that does not resolve or answer),
+//     -6 the call's 256 uses are spent, -7 invalid (see storage_get; a
+//     malformed http request), -8 an http host that is or resolves to a
+//     private or special address, -9 an http request's time ran out.
 //     secret_get(handle, buf, cap) -> len writes the secret's value at buf
 //     when it fits in cap bytes and returns its length either way (call
 //     again with a larger buffer). channel_publish(handle, msg, len) -> 0
@@ -69,11 +72,33 @@
 //     at most 512 bytes with the prefix; -7 otherwise; -2 when it has no
 //     value); storage_put(handle, key, key_len, val, val_len) -> 0 sets
 //     it (at most 64 KiB; a secret the call has read is stored
-//     redacted). Config.Storage is the store: MemoryStorage for now.
+//     redacted). Config.Storage is the store: PGStorage (ledger.skill_storage) in serve, MemoryStorage in tests.
+//     http_request(handle, req, req_len, buf, cap) -> len sends the
+//     request in the JSON at req, {"method", "url", "headers"?: {name:
+//     value}, "body_base64"?}, and writes the response, {"status",
+//     "headers": {name: [values]}, "body_base64"}, as secret_get writes
+//     (a call with a larger buffer sends the request again). Handle i
+//     grants the i-th granted host entry, as egress.ParseAllowlist reads
+//     one: "api.example.com" exactly, ".example.com" or "*.example.com"
+//     its subdomains at a label boundary, an IP or CIDR its addresses.
+//     Only http and https, GET, HEAD, POST, PUT, PATCH, DELETE and
+//     OPTIONS (GET when none is given), to the ports of HTTPOptions (80
+//     and 443 by default); the host is resolved and every address checked, and
+//     only those are dialled (no proxy, no kept connection), so DNS
+//     rebinding does not get past the check. A private or special
+//     address (egress.IsSpecial) is refused unless HTTPOptions.
+//     PrivateRanges covers it, even when the grant names it. Redirects
+//     are returned, not followed. A request has HTTPOptions.Timeout
+//     (10 s) within the call's time, a body of at most MaxRequestBody,
+//     a response body of at most MaxResponseBody (1 MiB each); https
+//     servers are verified for the URL's host against RootCAs or the
+//     system's roots. Config has no HTTPOptions yet: calls use the
+//     defaults, which reach public addresses only.
 //
 // Importing either module is always allowed; using what is not granted
 // fails, and is recorded. Every use of a handle (secret_get,
-// channel_publish, refused or not) is an event in Result.Events,
+// channel_publish, storage_get, storage_put, http_request, refused or
+// not) is an event in Result.Events,
 // capability.used {class, handle, name, outcome}; a publication adds
 // channel.published {channel, bytes, sha256, redacted} and
 // channel.message {channel, message (the JSON) or message_base64}, which
@@ -82,8 +107,9 @@
 // redactor of the call's own before the module sees them: the call's
 // output, stderr and messages show them as redact.Marker, and no event
 // holds one; stderr cut short by StderrLimit loses what may be the start
-// of one. A storage use's event also has the key (redacted). Handles of
-// http hosts resolve but do nothing yet. A tool granted storage or http
+// of one. A storage use's event also has the key (redacted); an http
+// use's has the URL's host as its name, the response's status and the
+// bytes of its body read, never the body. A tool granted storage or http
 // is not SafeToRepeat.
 //
 // Limits and errors, as in Palyra and as error kinds of the contract:

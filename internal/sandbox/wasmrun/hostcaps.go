@@ -18,7 +18,8 @@ const (
 	// storage and channel.
 	PalyraCapabilitiesModule = "palyra:plugins/host-capabilities@0.1.0"
 	// CapabilitiesModule holds the functions that use handles:
-	// secret_get, channel_publish, storage_get and storage_put.
+	// secret_get, channel_publish, storage_get, storage_put and
+	// http_request.
 	CapabilitiesModule = "execledger:capabilities@0.1.0"
 )
 
@@ -31,13 +32,16 @@ const (
 	capTooLarge    = -4 // a message over 64 KiB, the call's messages over 1 MiB, a storage key or value over its limit
 	capUnavailable = -5 // no provider, the provider failed, or the value cannot be redacted
 	capQuota       = -6 // the call has used capabilities 256 times
-	capInvalid     = -7 // a storage key that is not UTF-8 or holds NUL
+	capInvalid     = -7 // a storage key that is not UTF-8 or holds NUL, a malformed http request
+	capPrivate     = -8 // an http host that is or resolves to a private or special address
+	capTimeout     = -9 // an http request's time ran out
 )
 
 // Outcomes of capability.used events.
 var capOutcomes = map[int32]string{
 	capDenied: "denied", capNotFound: "not_found", capMemory: "bad_memory",
 	capTooLarge: "too_large", capUnavailable: "unavailable", capInvalid: "invalid",
+	capPrivate: "private_address", capTimeout: "timed_out",
 }
 
 // instantiateCapabilities links both capability host modules in rt and
@@ -66,6 +70,7 @@ func instantiateCapabilities(ctx context.Context, rt wazero.Runtime) ([]string, 
 		NewFunctionBuilder().WithFunc(channelPublish).Export("channel_publish").
 		NewFunctionBuilder().WithFunc(storageGet).Export("storage_get").
 		NewFunctionBuilder().WithFunc(storagePut).Export("storage_put").
+		NewFunctionBuilder().WithFunc(httpRequest).Export("http_request").
 		Instantiate(ctx)
 	if err != nil {
 		return nil, err

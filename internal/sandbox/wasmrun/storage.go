@@ -7,7 +7,7 @@ import (
 
 // Storage is the key-value store skills reach through granted storage
 // prefixes (Config.Storage): a call granted prefix P reads and writes the
-// keys P+K. The Postgres store is to come; MemoryStorage serves tests.
+// keys P+K. PGStorage keeps them in ledger.skill_storage; MemoryStorage serves tests.
 type Storage interface {
 	// Get returns key's value, or ok false when it has none.
 	Get(ctx context.Context, key string) (value []byte, ok bool, err error)
