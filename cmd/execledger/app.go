@@ -49,6 +49,7 @@ func commands() []command {
 		{"migrate", "[--config FILE] [--status]", "apply the embedded schema migrations to DATABASE_URL", runMigrate},
 		{"submit", "TOOL JSON [--run R] [--key K] [--context JSON] [--wait] [--timeout D] [--json]", "submit a tool request (JSON - reads stdin)", runSubmit},
 		{"status", "ID [--json]", "show a request", runStatus},
+		{"verify", "--replay ID [--config FILE] [--pubkey FILE] [--json]", "run a recorded tier A call again and compare its output digest and fuel with its attestation", runVerify},
 		{"keygen", "[--out FILE]", "write an Ed25519 attestation signing key (FILE, FILE.pub)", runKeygen},
 		{"bench", "[--mode burndown|continuous] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--river-fetch-cooldown D]", "measure throughput and latency against River on fresh databases", runBench},
 	}
