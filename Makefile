@@ -5,7 +5,7 @@ PKGS     := ./...
 # Tests need a PostgreSQL server: TEST_DATABASE_URL, else 127.0.0.1:5432.
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: run test lint vet build bench chaos schema deps clean
+.PHONY: run test lint vet build skills bench chaos schema deps clean
 
 ## run: build, start an embedded PostgreSQL (unless DATABASE_URL is set), migrate, serve the demo
 run: build
@@ -18,6 +18,15 @@ test: deps lint
 
 build:
 	$(GO) build -o $(BIN) ./cmd/execledger
+
+## skills: build each Go skill testdata/skills/<name> into testdata/skills/<name>.wasm
+## (the tests build what they use themselves)
+SKILLS := $(patsubst %/,%,$(dir $(wildcard testdata/skills/*/main.go)))
+skills:
+	@for d in $(SKILLS); do \
+		echo "GOOS=wasip1 GOARCH=wasm $(GO) build -o $$d.wasm ./$$d"; \
+		GOOS=wasip1 GOARCH=wasm $(GO) build -o $$d.wasm ./$$d || exit 1; \
+	done
 
 deps:
 	bash scripts/ensure-test-deps.sh
@@ -47,4 +56,4 @@ schema: deps
 	$(GO) test -count=1 -run TestSchemaDumpIsCurrent ./migrations/ -update
 
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out testdata/skills/*.wasm

@@ -212,12 +212,21 @@ func wasmTools(ctx context.Context, w config.Wasm, pool *pgxpool.Pool) ([]execut
 	case w.SecretsEnvPrefix != "":
 		secrets = wasmrun.EnvSecrets{Prefix: w.SecretsEnvPrefix}
 	}
+	private := make([]netip.Prefix, 0, len(w.HTTPPrivateRanges))
+	for _, r := range w.HTTPPrivateRanges {
+		pr, err := netip.ParsePrefix(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("wasm.http_private_ranges: %w", err)
+		}
+		private = append(private, pr)
+	}
 	h, err := wasmrun.New(ctx, wasmrun.Config{Modules: mods, AllowInline: w.AllowInline, Engine: w.Engine,
 		MemoryLimitPages: uint32(w.MemoryLimitPages), FuelLimit: int64(w.FuelLimit), MaxInstances: w.MaxInstances,
 		MaxModuleBytes: w.MaxModuleBytes, Timeout: w.Timeout.Duration, CacheDir: cacheDir,
 		Policy: wasmrun.Capabilities{HTTPHosts: w.PolicyHTTPHosts, Secrets: w.PolicySecrets,
 			StoragePrefixes: w.PolicyStoragePrefixes, Channels: w.PolicyChannels},
-		Secrets: secrets, Storage: wasmrun.PGStorage{Pool: pool}})
+		Secrets: secrets, Storage: wasmrun.PGStorage{Pool: pool},
+		HTTP: wasmrun.HTTPOptions{Ports: w.HTTPPorts, PrivateRanges: private}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("wasm: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -35,12 +36,14 @@ type Wasm struct {
 	AllowInline      bool         `toml:"allow_inline"`       // the plugin.run tool, which runs a module sent in the input
 	Modules          []WasmModule `toml:"modules"`            // registered skills, one tool each; file only
 
-	PolicyHTTPHosts       []string `toml:"policy_http_hosts"`       // hosts modules may be granted (not usable yet)
+	PolicyHTTPHosts       []string `toml:"policy_http_hosts"`       // hosts modules may be granted
 	PolicySecrets         []string `toml:"policy_secrets"`          // secret names modules may be granted
 	PolicyStoragePrefixes []string `toml:"policy_storage_prefixes"` // storage key prefixes modules may be granted
 	PolicyChannels        []string `toml:"policy_channels"`         // channels modules may be granted
 	SecretsDir            string   `toml:"secrets_dir"`             // secret NAME is the file <dir>/NAME; "" = none
 	SecretsEnvPrefix      string   `toml:"secrets_env_prefix"`      // secret NAME is the variable <prefix>NAME; "" = none
+	HTTPPorts             []int    `toml:"http_ports"`              // ports http_request may reach
+	HTTPPrivateRanges     []string `toml:"http_private_ranges"`     // CIDRs of private/loopback addresses a granted host may be
 }
 
 // WasmCapabilities are what a module asks for: [wasm.modules.capabilities].
@@ -72,7 +75,8 @@ var wasmToolID = regexp.MustCompile(`^[a-z0-9][a-z0-9_\-]*(\.[a-z0-9][a-z0-9_\-]
 func defaultWasm() Wasm {
 	return Wasm{Engine: "auto", MemoryLimitPages: 1024, FuelLimit: 10_000_000, MaxInstances: 256,
 		MaxModuleBytes: 8 << 20, Timeout: Duration{30 * time.Second}, Modules: []WasmModule{},
-		PolicyHTTPHosts: []string{}, PolicySecrets: []string{}, PolicyStoragePrefixes: []string{}, PolicyChannels: []string{}}
+		PolicyHTTPHosts: []string{}, PolicySecrets: []string{}, PolicyStoragePrefixes: []string{}, PolicyChannels: []string{},
+		HTTPPorts: []int{80, 443}, HTTPPrivateRanges: []string{}}
 }
 
 // normalize makes the modules' relative paths relative to dir, the
@@ -155,6 +159,19 @@ func (w Wasm) validateCapabilities() []error {
 		errs = append(errs, fmt.Errorf("wasm.secrets_env_prefix: %q overlaps %s, the configuration variables' prefix", w.SecretsEnvPrefix, EnvPrefix))
 	case len(w.PolicySecrets) > 0 && w.SecretsDir == "" && w.SecretsEnvPrefix == "":
 		errs = append(errs, errors.New("wasm.policy_secrets: secrets are allowed but no provider is set: set wasm.secrets_dir or wasm.secrets_env_prefix"))
+	}
+	if len(w.HTTPPorts) == 0 {
+		errs = append(errs, errors.New("wasm.http_ports: must not be empty"))
+	}
+	for _, p := range w.HTTPPorts {
+		if p < 1 || p > 65535 {
+			errs = append(errs, fmt.Errorf("wasm.http_ports: %d is not a port", p))
+		}
+	}
+	for _, r := range w.HTTPPrivateRanges {
+		if pr, err := netip.ParsePrefix(r); err != nil || pr.Bits() == 0 {
+			errs = append(errs, fmt.Errorf("wasm.http_private_ranges: %q is not a CIDR range narrower than /0", r))
+		}
 	}
 	return errs
 }
