@@ -29,8 +29,11 @@ func (t *Tool) execute(ctx context.Context, p *program, e entry, input []byte) e
 	cc := &callCaps{granted: t.granted, secrets: cfg.Secrets, storage: cfg.Storage, http: cfg.HTTP}
 	ctx = withCallCaps(ctx, cc)
 
-	mod, err := t.run.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), p.compiled,
-		callConfig(t.mc, p.digest, input, std))
+	mc := t.sealed
+	if p.wasi {
+		mc = callConfig(t.mc, p.digest, input, std)
+	}
+	mod, err := t.run.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), p.compiled, mc)
 	var results []uint64
 	var fuelErr error
 	if err != nil {

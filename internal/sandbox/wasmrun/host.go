@@ -60,6 +60,7 @@ func newHost(ctx context.Context, cfg Config, meter fuelMeter) (*Host, error) {
 		t := &Tool{h: h, name: PluginTool, run: r, fuel: cfg.FuelLimit, timeout: cfg.Timeout,
 			cache: newModuleCache(cfg.InlineCacheSize), granted: grant(cfg.Policy, Capabilities{})}
 		t.enf, t.mc = t.baseEnforcement(), baseConfig(t.name, nil)
+		t.sealed = sealedConfig(t.mc)
 		h.tools = append(h.tools, t)
 	}
 	return h, nil
@@ -96,6 +97,7 @@ func (h *Host) register(ctx context.Context, m Module) (*Tool, error) {
 		return nil, err
 	}
 	t.enf, t.mc = t.baseEnforcement(), baseConfig(t.name, m.Env)
+	t.sealed = sealedConfig(t.mc)
 	return t, nil
 }
 

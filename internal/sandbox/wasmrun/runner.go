@@ -93,6 +93,7 @@ type program struct {
 	size       int    // bytes, as given
 	exports    map[string]api.FunctionDefinition
 	hosts      []string // host modules it imports from
+	wasi       bool     // hosts holds WASI: the call gets its streams, clocks and randomness
 }
 
 // compile checks, bounds and instruments a module, each instance to start
@@ -124,6 +125,7 @@ func (r *runner) compile(ctx context.Context, wasm []byte, digest string, fuel i
 	p := &program{compiled: compiled, digest: digest, instDigest: sha256Digest(inst), size: len(wasm),
 		exports: compiled.ExportedFunctions()}
 	if p.hosts, err = r.checkImports(compiled, inst); err == nil {
+		p.wasi = slices.Contains(p.hosts, wasi_snapshot_preview1.ModuleName)
 		err = r.checkMemory(inst)
 	}
 	if err != nil {

@@ -26,6 +26,7 @@ type Tool struct {
 	enf     map[string]any // what every call records; copied per call
 	granted Capabilities   // what every call may use
 	mc      wazero.ModuleConfig
+	sealed  wazero.ModuleConfig // mc for modules that import no WASI
 
 	// A registered module:
 	mod   Module

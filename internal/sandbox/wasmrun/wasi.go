@@ -87,6 +87,18 @@ func baseConfig(toolID string, env map[string]string) wazero.ModuleConfig {
 	return mc
 }
 
+// sealedConfig is base for a module that imports no WASI, which can read
+// neither streams, clocks nor randomness: they are set once, fixed and
+// empty, instead of per call (wazero's defaults would read the host's).
+func sealedConfig(base wazero.ModuleConfig) wazero.ModuleConfig {
+	c := &clock{}
+	return base.
+		WithWalltime(c.walltime, sys.ClockResolution(clockTick)).
+		WithNanotime(c.nanotime, sys.ClockResolution(clockTick)).
+		WithNanosleep(c.nanosleep).
+		WithRandSource(bytes.NewReader(nil))
+}
+
 // callConfig adds a call's own to base: its streams, its deterministic
 // clock, and its random source, seeded from the module's and the input's
 // digests.
