@@ -341,12 +341,15 @@ func lateCommitScenario(t *testing.T, query string) []string {
 	if err := slow.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the horizon has passed the slow writer (other tests'
-	// transactions may hold it back for a moment), then read once more.
+	// Wait until the horizon has passed both writers (other tests'
+	// transactions, in any database of the cluster, may hold it back for a
+	// moment: one that began between the two writers would let the slow
+	// event through but not the fast one), then read once more.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var passed bool
-		err := db.Pool.QueryRow(ctx, "SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8", slowXID).Scan(&passed)
+		err := db.Pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot()) > greatest($1::xid8, (SELECT max(tx_id) FROM ledger.events))`,
+			slowXID).Scan(&passed)
 		if err != nil {
 			t.Fatal(err)
 		}
