@@ -212,13 +212,9 @@ func wasmTools(ctx context.Context, w config.Wasm, pool *pgxpool.Pool) ([]execut
 	case w.SecretsEnvPrefix != "":
 		secrets = wasmrun.EnvSecrets{Prefix: w.SecretsEnvPrefix}
 	}
-	private := make([]netip.Prefix, 0, len(w.HTTPPrivateRanges))
-	for _, r := range w.HTTPPrivateRanges {
-		pr, err := netip.ParsePrefix(r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("wasm.http_private_ranges: %w", err)
-		}
-		private = append(private, pr)
+	private, err := prefixes("wasm.http_private_ranges", w.HTTPPrivateRanges)
+	if err != nil {
+		return nil, nil, err
 	}
 	h, err := wasmrun.New(ctx, wasmrun.Config{Modules: mods, AllowInline: w.AllowInline, Engine: w.Engine,
 		MemoryLimitPages: uint32(w.MemoryLimitPages), FuelLimit: int64(w.FuelLimit), MaxInstances: w.MaxInstances,
@@ -248,13 +244,9 @@ func processTools(ctx context.Context, p config.Process, pool *pgxpool.Pool, log
 	if err != nil {
 		return nil, nil, fmt.Errorf("process_run.workspace_root: %w", err)
 	}
-	private := make([]netip.Prefix, 0, len(p.EgressPrivateRanges))
-	for _, r := range p.EgressPrivateRanges {
-		pr, err := netip.ParsePrefix(r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("process_run.egress_private_ranges: %w", err)
-		}
-		private = append(private, pr)
+	private, err := prefixes("process_run.egress_private_ranges", p.EgressPrivateRanges)
+	if err != nil {
+		return nil, nil, err
 	}
 	var bg processrun.BackgroundConfig
 	if p.Background {
@@ -329,4 +321,18 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("the database schema is at version %d, this binary needs %d: run `execledger migrate`", cur, latest)
 	}
 	return nil
+}
+
+// prefixes parses the CIDR ranges of configuration key key (already
+// validated by config.Load, so an error here is a program error).
+func prefixes(key string, ranges []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(ranges))
+	for _, r := range ranges {
+		pr, err := netip.ParsePrefix(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		out = append(out, pr)
+	}
+	return out, nil
 }

@@ -1,7 +1,6 @@
 package processrun
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -75,22 +74,11 @@ func bootID() (string, error) {
 	return id, nil
 }
 
-// pidStart reads pid's start time in clock ticks since boot.
+// pidStart reads pid's start time in clock ticks since boot (field 22).
 func pidStart(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces or
-	// parentheses itself: fields are counted after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	f := bytes.Fields(b[i+1:])
-	// f[0] is field 3 (state); field 22 (starttime) is f[19].
-	if len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
 	}
 	return strconv.ParseUint(string(f[19]), 10, 64)
 }

@@ -2,6 +2,7 @@ package processrun
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 )
@@ -41,18 +42,30 @@ func descendants(root int) []int {
 
 // parentOf reads the parent pid from /proc/<pid>/stat.
 func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(pid)
 	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 {
 		return 0, false
 	}
 	ppid, err := strconv.Atoi(string(f[1]))
 	return ppid, err == nil
+}
+
+// statFields returns the fields of /proc/<pid>/stat from field 3 (state)
+// on, at least 20 of them (up to starttime, field 22). The command name
+// (field 2) is in parentheses and may hold spaces or parentheses itself:
+// fields are counted after the last ')'.
+func statFields(pid int) ([][]byte, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 {
+		return nil, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	return f, nil
 }
