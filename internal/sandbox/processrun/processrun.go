@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/execledger/execledger/executor"
@@ -124,7 +125,10 @@ type Tool struct {
 	bg     *background // nil: background processes refused
 	cfg    Config
 	filter *seccomp.Filter // tier B's filter, for the enforcement record
-	red    *redact.Redactor
+
+	sharedMu sync.Mutex
+	shared   *sharedC // tier C's per-host set-up, made at the first call
+	red      *redact.Redactor
 }
 
 var _ executor.Tool = (*Tool)(nil)

@@ -122,41 +122,24 @@ type sharedC struct {
 	offline, proxied *seccomp.Filter
 }
 
-// sharedKey is what a sharedC depends on: the sandbox ids and where the
-// skeleton goes.
-type sharedKey struct {
-	base     string
-	uid, gid uint32
-}
-
-// sharedCs holds this process's sharedC. They are kept per process rather
-// than per Tool because nothing in them is the tool's: a skeleton depends
-// only on the ids and the host, and is named after its content on disk,
-// so tools with the same ids would write the same one.
-var sharedCs = struct {
-	sync.Mutex
-	m map[sharedKey]*sharedC
-}{m: make(map[sharedKey]*sharedC)}
-
 // sharedC returns the tool's sharedC, making it at the first call. The
 // skeleton goes to $TMPDIR/execledger-bwrap-<euid>, next to the default
-// EgressSocketDir. A failure is not kept: the next call tries again.
+// EgressSocketDir; it is named after its content, so tools with the same
+// ids share it on disk. A failure is not kept: the next call tries again.
 func (t *Tool) sharedC() (*sharedC, error) {
-	key := sharedKey{
-		base: filepath.Join(os.TempDir(), fmt.Sprintf("execledger-bwrap-%d", os.Geteuid())),
-		uid:  t.cfg.UID, gid: t.cfg.GID,
+	t.sharedMu.Lock()
+	defer t.sharedMu.Unlock()
+	if t.shared != nil {
+		return t.shared, nil
 	}
-	sharedCs.Lock()
-	defer sharedCs.Unlock()
-	if sh := sharedCs.m[key]; sh != nil {
-		return sh, nil
-	}
-	host, err := bwrap.NewHost(key.base, key.uid, key.gid)
+	base := filepath.Join(os.TempDir(), fmt.Sprintf("execledger-bwrap-%d", os.Geteuid()))
+	uid, gid := t.cfg.UID, t.cfg.GID
+	host, err := bwrap.NewHost(base, uid, gid)
 	if err != nil {
 		return nil, fmt.Errorf("tier C sandbox: %w", err)
 	}
 	if os.Geteuid() == 0 { // bwrap runs as UID (prepareC)
-		if err := host.SearchableBy(key.uid, key.gid); err != nil {
+		if err := host.SearchableBy(uid, gid); err != nil {
 			return nil, fmt.Errorf("tier C sandbox: %w; point TMPDIR at a directory every user may search", err)
 		}
 	}
@@ -167,7 +150,7 @@ func (t *Tool) sharedC() (*sharedC, error) {
 	if sh.proxied, err = seccomp.Build(seccomp.Options{AllowInet: true}); err != nil {
 		return nil, err
 	}
-	sharedCs.m[key] = sh
+	t.shared = sh
 	return sh, nil
 }
 
