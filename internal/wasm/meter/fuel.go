@@ -34,6 +34,24 @@ func Fuel(mod api.Module) (int64, error) {
 	return int64(g.Get()), nil
 }
 
+// SetFloor sets the floor of an instance of a module instrumented with
+// Options.Yield: the next fuel check that finds the fuel below it calls
+// the host's yield. floor = max(0, fuel-quantum) has yield called once
+// about every quantum units of fuel; 0 has it never called, as a check
+// that finds the fuel below 0 traps instead. The floor is never negative,
+// so that running out of fuel traps whatever yield does.
+func SetFloor(mod api.Module, floor int64) error {
+	g, ok := mod.ExportedGlobal(FloorExport).(api.MutableGlobal)
+	if !ok || g.Type() != api.ValueTypeI64 {
+		return fmt.Errorf("%w: %q exports no mutable i64 %s", ErrNoYield, mod.Name(), FloorExport)
+	}
+	if floor < 0 {
+		return fmt.Errorf("meter: floor %d is negative", floor)
+	}
+	g.Set(api.EncodeI64(floor))
+	return nil
+}
+
 func fuelGlobal(mod api.Module) (api.MutableGlobal, error) {
 	g, ok := mod.ExportedGlobal(FuelExport).(api.MutableGlobal)
 	if !ok || g.Type() != api.ValueTypeI64 {

@@ -12,7 +12,8 @@ import (
 // valid module. The generated code nests blocks, loops and ifs with
 // multi-value block types, branches of every kind to every depth, code
 // after unconditional branches, calls, traps and bulk memory operations.
-// Instrumented, each module must compile and behave like the original.
+// Instrumented, with and without Options.Yield, each module must compile
+// and behave like the original, and use the same fuel either way.
 func FuzzInstrumentGenerated(f *testing.F) {
 	for _, seed := range []string{
 		"", "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b",
@@ -26,6 +27,7 @@ func FuzzInstrumentGenerated(f *testing.F) {
 	cfg := wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(64).WithCloseOnContextDone(true)
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	f.Cleanup(func() { rt.Close(ctx) })
+	instantiateYield(f, rt, &yielder{quantum: 1000})
 
 	f.Fuzz(func(t *testing.T, src []byte) {
 		wasm := generateModule(src)
@@ -38,12 +40,15 @@ func FuzzInstrumentGenerated(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Instrument: %v", err)
 		}
-		metered, err := rt.CompileModule(ctx, out)
+		yout, err := Instrument(wasm, Options{InitialFuel: 1 << 62, Yield: true})
 		if err != nil {
-			t.Fatalf("instrumented module does not compile: %v", err)
+			t.Fatalf("Instrument with Yield: %v", err)
 		}
+		metered := mustCompile(t, rt, out)
 		defer metered.Close(ctx)
-		compareRuns(t, rt, orig, metered)
+		yielding := mustCompile(t, rt, yout)
+		defer yielding.Close(ctx)
+		compareRuns(t, rt, orig, metered, yielding)
 	})
 }
 

@@ -43,13 +43,17 @@ type wasiRun struct {
 }
 
 // runWASI runs the command module wasm under WASI preview 1 on engine e;
-// with fuel > 0 the module is instrumented and gets that much fuel.
-func runWASI(t *testing.T, e engine, wasm []byte, fuel int64) wasiRun {
+// with fuel > 0 the module is instrumented and gets that much fuel; with
+// y not nil it is instrumented with Yield and y is its yield.
+func runWASI(t *testing.T, e engine, wasm []byte, fuel int64, y *yielder) wasiRun {
 	t.Helper()
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, e.config())
 	defer rt.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	if y != nil {
+		instantiateYield(t, rt, y)
+	}
 	var stdout, stderr bytes.Buffer
 	// No start functions: _start is called once the fuel is set.
 	cfg := wazero.NewModuleConfig().WithStdout(&stdout).WithStderr(&stderr).
@@ -60,6 +64,11 @@ func runWASI(t *testing.T, e engine, wasm []byte, fuel int64) wasiRun {
 	}
 	if fuel > 0 {
 		if err := SetFuel(mod, fuel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if y != nil {
+		if err := y.setFloor(mod); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,22 +97,34 @@ func TestGoProgram(t *testing.T) {
 	t.Parallel()
 	src := buildGoProgram(t)
 	wasm := mustInstrument(t, src, Options{})
+	yieldWasm := mustInstrument(t, src, Options{Yield: true})
 	t.Logf("Go wasip1 module: %d bytes, instrumented %d bytes (+%.1f%%)",
 		len(src), len(wasm), 100*float64(len(wasm)-len(src))/float64(len(src)))
 
 	const budget = 1 << 40
 	var metered []wasiRun
 	for _, e := range engines() {
-		orig := runWASI(t, e, src, 0)
+		orig := runWASI(t, e, src, 0, nil)
 		if orig.exitCode != 0 || orig.stdout == "" {
 			t.Fatalf("%s: original: exit %d, stdout %q, stderr %q", e.name, orig.exitCode, orig.stdout, orig.stderr)
 		}
-		got := runWASI(t, e, wasm, budget)
+		got := runWASI(t, e, wasm, budget, nil)
 		if got.stdout != orig.stdout || got.stderr != orig.stderr || got.exitCode != orig.exitCode {
 			t.Errorf("%s: instrumented run %+v, original %+v", e.name, got, orig)
 		}
 		metered = append(metered, got)
 		t.Logf("%s: fuel used %d", e.name, got.used)
+		// With Yield, the host yielding every 1000 units of fuel: the same
+		// run and fuel.
+		y := &yielder{quantum: 1000}
+		if yielded := runWASI(t, e, yieldWasm, budget, y); yielded != got {
+			t.Errorf("%s: run with Yield %+v, without %+v", e.name, yielded, got)
+		}
+		// A charge of more than a quantum (a long segment, a bulk
+		// operation, memory.grow) covers several quanta with one call.
+		if min := got.used / 10_000; y.calls.Load() < min {
+			t.Errorf("%s: yield called %d times in %d fuel, want at least %d", e.name, y.calls.Load(), got.used, min)
+		}
 	}
 	if metered[0].used != metered[1].used || metered[0].used == 0 {
 		t.Errorf("fuel used: compiler %d, interpreter %d; want equal", metered[0].used, metered[1].used)
@@ -114,7 +135,7 @@ func TestGoProgram(t *testing.T) {
 	short := metered[0].used / 10
 	var left []int64
 	for _, e := range engines() {
-		r := runWASI(t, e, wasm, short)
+		r := runWASI(t, e, wasm, short, nil)
 		if r.exitCode != -1 || r.used <= short {
 			t.Errorf("%s: with %d fuel: exit %d, used %d; want out of fuel", e.name, short, r.exitCode, r.used)
 		}

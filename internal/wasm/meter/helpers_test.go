@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -36,15 +37,27 @@ func watFiles(t testing.TB) []string {
 
 // compileWAT turns testdata/<name>.wat into a binary module with wat2wasm
 // (package wabt, which scripts/ensure-test-deps.sh installs). A missing
-// wat2wasm fails the test: it is never skipped.
+// wat2wasm fails the test: it is never skipped. A first line
+// ";; wat2wasm: <flags>" gives the file's wat2wasm flags.
 func compileWAT(t testing.TB, name string) []byte {
 	t.Helper()
 	tool, err := exec.LookPath("wat2wasm")
 	if err != nil {
 		t.Fatalf("wat2wasm not found (apt-get install wabt, or run scripts/ensure-test-deps.sh): %v", err)
 	}
+	src := filepath.Join("testdata", name+".wat")
+	text, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(text), "\n")
+	flags, _ := strings.CutPrefix(first, ";; wat2wasm:")
+	if flags == first {
+		flags = ""
+	}
 	out := filepath.Join(t.TempDir(), name+".wasm")
-	cmd := exec.Command(tool, filepath.Join("testdata", name+".wat"), "-o", out)
+	args := append(strings.Fields(flags), src, "-o", out)
+	cmd := exec.Command(tool, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("wat2wasm %s: %v\n%s", name, err, b)
 	}

@@ -19,6 +19,7 @@ const (
 	classExit            // return, unreachable, return_call, return_call_indirect
 	classBulk            // memory.init/copy/fill, table.init/copy/fill/grow: a count on top of the stack
 	classGrow            // memory.grow: a page count on top of the stack
+	classFunc            // not an instruction: a function index to renumber (insertion only)
 )
 
 // instr is one decoded instruction. labels aliases the decoder's buffer and
@@ -66,11 +67,13 @@ func (d *decoder) next() (instr, error) {
 	case op == 0x0f: // return
 		return instr{class: classExit}, nil
 	case op == 0x10: // call
-		return instr{}, d.u32s(1)
+		_, err := r.funcIndex()
+		return instr{}, err
 	case op == 0x11: // call_indirect
 		return instr{}, d.u32s(2)
 	case op == 0x12: // return_call (tail-call proposal)
-		return instr{class: classExit}, d.u32s(1)
+		_, err := r.funcIndex()
+		return instr{class: classExit}, err
 	case op == 0x13: // return_call_indirect (tail-call proposal)
 		return instr{class: classExit}, d.u32s(2)
 	case op == 0x1c: // select t*
@@ -102,7 +105,8 @@ func (d *decoder) next() (instr, error) {
 		}
 		return instr{}, err
 	case op == 0xd2: // ref.func
-		return instr{}, d.u32s(1)
+		_, err := r.funcIndex()
+		return instr{}, err
 	case op == 0xfc:
 		return d.misc()
 	case op == 0xfd:

@@ -10,6 +10,25 @@ import (
 // fuel global: a mutable i64 holding the fuel left.
 const FuelExport = ReservedPrefix + "fuel"
 
+// FloorExport is the name under which a module instrumented with
+// Options.Yield exports its floor global: a mutable i64, initially 0,
+// below which the fuel makes the module call the host's yield (see
+// SetFloor).
+const FloorExport = ReservedPrefix + "floor"
+
+// YieldModule and YieldName name the function a module instrumented with
+// Options.Yield imports, of type () -> (i32). The host provides it (in
+// wazero, a host module named YieldModule) before instantiating the module.
+const (
+	YieldModule = ReservedPrefix + "meter"
+	YieldName   = "yield"
+)
+
+// StartExport is the name under which a module instrumented with
+// Options.DeferStart exports its start function, which instantiation then
+// does not run (see Options.DeferStart).
+const StartExport = ReservedPrefix + "start"
+
 // ReservedPrefix starts every name the instrumentation adds. A module that
 // imports or exports any name with it is refused.
 const ReservedPrefix = "__execledger_"
@@ -26,6 +45,9 @@ var (
 	// ErrNotMetered is returned by SetFuel and Fuel for an instance without
 	// the fuel global.
 	ErrNotMetered = errors.New("meter: module is not metered")
+	// ErrNoYield is returned by SetFloor for an instance without the floor
+	// global (Options.Yield).
+	ErrNoYield = errors.New("meter: module does not yield")
 )
 
 // maxCost bounds every cost so that the fuel arithmetic cannot overflow:
@@ -51,6 +73,24 @@ type Options struct {
 	// the budget of the start function, which runs before the host can set
 	// the fuel. Default 0, so that nothing runs before SetFuel.
 	InitialFuel int64
+	// Yield makes the module call the host's yield, imported as
+	// YieldModule.YieldName, whenever the fuel check at a function's entry
+	// or a loop's head finds the fuel below the floor, a global exported as FloorExport that the host moves
+	// with SetFloor. yield returns 0 for the call to go on, or non-zero
+	// for it to trap with unreachable: that is how the host ends a call
+	// that has run too long, from the call's own goroutine. The fuel used
+	// is the same with and without Yield, and running out of fuel traps
+	// whatever yield does. See the package documentation.
+	Yield bool
+	// DeferStart removes the module's start section and exports its
+	// start function as StartExport instead, for the host to call after
+	// instantiation, once it has set the fuel and the floor: an engine
+	// runs a start function inside instantiation, on InitialFuel and with
+	// the floor at 0, so that it never yields. The host must call it
+	// before anything else, or the module sees state its start function
+	// would have set up. A module without a start section gets no such
+	// export.
+	DeferStart bool
 }
 
 func (o Options) withDefaults() Options {
@@ -96,45 +136,122 @@ func Instrument(wasm []byte, opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	fuel := uint64(m.importedGlobals) + uint64(m.globals)
-	if fuel >= math.MaxUint32 {
-		return nil, fmt.Errorf("%w: too many globals", ErrMalformed)
+	w, err := m.rewriter(opts)
+	if err != nil {
+		return nil, err
 	}
-	w := &rewriter{opts: opts, fuel: uint32(fuel)}
 	code, err := m.code(w)
 	if err != nil {
 		return nil, err
 	}
-
 	out := make([]byte, 0, len(wasm)+len(wasm)/2+64)
 	out = append(out, header...)
-	global := appendGlobal(nil, opts.InitialFuel)
-	export := appendExport(nil, uint32(fuel))
-	pending := []section{{id: secGlobal, data: global}, {id: secExport, data: export}}
+	pending := m.additions(w)
 	for _, s := range m.sections {
-		// Add the global and export sections the module lacks before the
-		// first section that must follow them.
+		// Add the sections the module lacks before the first section that
+		// must follow them.
 		for len(pending) > 0 && s.id != secCustom && rank(s.id) > rank(pending[0].id) {
-			out = appendSection(out, pending[0].id, appendUleb(nil, 1), pending[0].data)
+			out = appendSection(out, pending[0].id, appendUleb(nil, uint64(pending[0].n)), pending[0].data)
 			pending = pending[1:]
 		}
+		data, keep := m.contents(s, w, code)
 		switch {
+		case !keep:
 		case len(pending) > 0 && s.id == pending[0].id:
-			out, err = appendGrown(out, s, pending[0].data)
+			s.data = data
+			out, err = appendGrown(out, s, pending[0].n, pending[0].data)
 			pending = pending[1:]
-		case s.id == secCode:
-			out = appendSection(out, secCode, code)
 		default:
-			out = appendSection(out, s.id, s.data)
+			out = appendSection(out, s.id, data)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	for _, p := range pending {
-		out = appendSection(out, p.id, appendUleb(nil, 1), p.data)
+		out = appendSection(out, p.id, appendUleb(nil, uint64(p.n)), p.data)
 	}
 	return out, nil
+}
+
+// rewriter returns the rewriter of m's function bodies, with the indices
+// of what instrumentation adds.
+func (m *module) rewriter(opts Options) (*rewriter, error) {
+	fuel := uint64(m.importedGlobals) + uint64(m.globals)
+	funcs := uint64(m.importedFuncs) + uint64(len(m.bodies))
+	last := fuel // index of the last global added
+	if opts.Yield {
+		last++  // the floor
+		funcs++ // the yield import comes before the module's own functions
+	}
+	if last >= math.MaxUint32 {
+		return nil, fmt.Errorf("%w: too many globals", ErrMalformed)
+	}
+	if funcs >= math.MaxUint32 {
+		return nil, fmt.Errorf("%w: too many functions", ErrMalformed)
+	}
+	// With Yield, $slow is the last function, after the module's own.
+	return &rewriter{opts: opts, fuel: uint32(fuel), imported: m.importedFuncs, slow: uint32(funcs)}, nil
+}
+
+// contents returns what section s holds once instrumented, and false if
+// it is left out.
+func (m *module) contents(s section, w *rewriter, code []byte) ([]byte, bool) {
+	switch {
+	case s.id == secCode:
+		return code, true
+	case s.id == secStart && w.opts.DeferStart:
+		return nil, false // exported as StartExport instead
+	case !w.opts.Yield:
+		return s.data, true
+	case s.id == secCustom:
+		if r := newReader(s.data, s.off); !isNameSection(r) {
+			return s.data, true
+		}
+		// A name section that does not parse would name the wrong
+		// functions: it is dropped.
+		return renumberNames(s.data, m.importedFuncs)
+	}
+	return renumbered(s.data, s.funcs, m.importedFuncs), true
+}
+
+// additions returns what instrumentation adds to sections, in section
+// order.
+func (m *module) additions(w *rewriter) []addition {
+	globals := appendGlobal(nil, w.opts.InitialFuel)
+	exports := appendExport(nil, FuelExport, 0x03, uint64(w.fuel))
+	nGlobals := 1
+	if w.opts.Yield {
+		globals = appendGlobal(globals, 0)
+		exports = appendExport(exports, FloorExport, 0x03, uint64(w.fuel)+1)
+		nGlobals++
+	}
+	nExports := nGlobals
+	if w.opts.DeferStart && m.hasStart {
+		exports = appendExport(exports, StartExport, 0x00, w.funcIndex(m.start))
+		nExports++
+	}
+	adds := []addition{{secGlobal, nGlobals, globals}, {secExport, nExports, exports}}
+	if !w.opts.Yield {
+		return adds
+	}
+	// The yield import's type and then $slow's, after the module's types.
+	yieldType := uint64(len(m.typeParams))
+	types := []byte{0x60, 0x00, 0x01, 0x7f, 0x60, 0x00, 0x00}
+	imp := appendUleb(append(appendName(appendName(nil, YieldModule), YieldName), 0x00), yieldType)
+	adds = append([]addition{
+		{secType, 2, types},
+		{secImport, 1, imp},
+		{secFunction, 1, appendUleb(nil, yieldType+1)},
+	}, adds...)
+	return append(adds, addition{secCode, 1, slowBody(w.fuel, m.importedFuncs)})
+}
+
+// addition is what Instrument adds to a section: n entries, encoded.
+type addition struct {
+	id   byte
+	n    int
+	data []byte
 }
 
 // code returns the contents of the instrumented code section.
@@ -151,18 +268,19 @@ func (m *module) code(w *rewriter) ([]byte, error) {
 	return out, nil
 }
 
-// appendGrown appends section s, a vector, with entry added at its end.
-func appendGrown(out []byte, s section, entry []byte) ([]byte, error) {
+// appendGrown appends section s, a vector, with the k encoded entries
+// added at its end.
+func appendGrown(out []byte, s section, k int, entries []byte) ([]byte, error) {
 	r := newReader(s.data, s.off)
 	n, err := r.u32()
 	if err != nil {
 		return nil, err
 	}
-	if n == math.MaxUint32 {
+	if uint64(n)+uint64(k) >= math.MaxUint32 {
 		return nil, r.errorf("vector too long to grow")
 	}
-	count := appendUleb(nil, uint64(n)+1)
-	return appendSection(out, s.id, count, s.data[r.off:], entry), nil
+	count := appendUleb(nil, uint64(n)+uint64(k))
+	return appendSection(out, s.id, count, s.data[r.off:], entries), nil
 }
 
 // appendSection appends a section made of the concatenated parts.
@@ -178,15 +296,19 @@ func appendSection(out []byte, id byte, parts ...[]byte) []byte {
 	return out
 }
 
-// appendGlobal appends the fuel global: (mut i64) (i64.const fuel).
-func appendGlobal(out []byte, fuel int64) []byte {
-	out = appendSleb(append(out, 0x7e, 0x01, 0x42), fuel)
+// appendGlobal appends a global (mut i64) (i64.const v).
+func appendGlobal(out []byte, v int64) []byte {
+	out = appendSleb(append(out, 0x7e, 0x01, 0x42), v)
 	return append(out, 0x0b)
 }
 
-// appendExport appends the export of global index fuel as FuelExport.
-func appendExport(out []byte, fuel uint32) []byte {
-	out = appendUleb(out, uint64(len(FuelExport)))
-	out = append(out, FuelExport...)
-	return appendUleb(append(out, 0x03), uint64(fuel))
+// appendExport appends the export of index i of kind (0x00 a function,
+// 0x03 a global) as name.
+func appendExport(out []byte, name string, kind byte, i uint64) []byte {
+	return appendUleb(append(appendName(out, name), kind), i)
+}
+
+// appendName appends a name: its length and bytes.
+func appendName(out []byte, name string) []byte {
+	return append(appendUleb(out, uint64(len(name))), name...)
 }

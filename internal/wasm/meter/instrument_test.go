@@ -230,6 +230,9 @@ func TestInstrumentRefusesMalformedInput(t *testing.T) {
 		"truncated immediate":     nullary(0x44, 0x00, 0x00),
 		"invalid block type":      nullary(0x02, 0x50, 0x0b, 0x0b),
 		"invalid local type":      assemble(typ, fn, sec{secCode, vecOf([]byte{0x04, 0x01, 0x01, 0x55, 0x0b})}),
+		// Index 0 would be the fuel global once instrumented.
+		"global.set of no global": nullary(0x42, 0x00, 0x24, 0x00, 0x0b),
+		"global.get of no global": nullary(0x23, 0x00, 0x1a, 0x0b),
 	} {
 		_, err := Instrument(wasm, Options{})
 		if !errors.Is(err, ErrMalformed) {

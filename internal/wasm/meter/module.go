@@ -30,14 +30,16 @@ var header = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
 // section is one section of a module: its id and contents, without the
 // id byte and size. off is where the contents start in the input.
 type section struct {
-	id   byte
-	data []byte
-	off  int
+	id    byte
+	data  []byte
+	off   int
+	funcs []int // offsets in data of the function indices outside code
 }
 
 // module is what instrumentation needs to know about a parsed module. The
-// sections keep their bytes; only the global, export and code sections are
-// rebuilt on output.
+// sections keep their bytes; on output, sections get entries appended, the
+// code section is rebuilt, and with Options.Yield the function indices
+// recorded in each section are renumbered.
 type module struct {
 	sections        []section
 	typeParams      []uint32 // parameter count of each function type
@@ -46,6 +48,8 @@ type module struct {
 	importedFuncs   uint32
 	importedGlobals uint32
 	globals         uint32 // globals the module defines
+	start           uint32 // the start function's index, when hasStart
+	hasStart        bool
 }
 
 // rank orders the known non-custom sections as the binary format requires.
@@ -97,7 +101,7 @@ func parseModule(b []byte) (*module, error) {
 			last = rank(id)
 		}
 		s := section{id: id, data: data, off: off}
-		if err := m.parseSection(s); err != nil {
+		if err := m.parseSection(&s); err != nil {
 			return nil, err
 		}
 		m.sections = append(m.sections, s)
@@ -110,7 +114,7 @@ func parseModule(b []byte) (*module, error) {
 
 // parseSection checks the structure of one section and collects what the
 // instrumenter needs from it. Every section must be consumed exactly.
-func (m *module) parseSection(s section) error {
+func (m *module) parseSection(s *section) error {
 	r := newReader(s.data, s.off)
 	var err error
 	switch s.id {
@@ -131,7 +135,10 @@ func (m *module) parseSection(s section) error {
 		err = m.parseGlobals(r)
 	case secExport:
 		err = vec(r, 3, func() error { return parseExport(r) })
-	case secStart, secDataCount:
+	case secStart:
+		m.start, err = r.funcIndex()
+		m.hasStart = err == nil
+	case secDataCount:
 		_, err = r.u32()
 	case secElement:
 		err = vec(r, 3, func() error { return parseElement(r) })
@@ -145,6 +152,7 @@ func (m *module) parseSection(s section) error {
 	if err != nil {
 		return err
 	}
+	s.funcs = r.funcs
 	return r.expectEnd(fmt.Sprintf("section %d", s.id))
 }
 

@@ -8,9 +8,10 @@ import (
 // reader walks a byte slice of the binary format. Every read checks bounds
 // and reports ErrMalformed with the offset, so no input makes it panic.
 type reader struct {
-	b    []byte
-	off  int
-	base int // offset of b[0] in the module, for error messages
+	b     []byte
+	off   int
+	base  int   // offset of b[0] in the module, for error messages
+	funcs []int // offsets in b of the function indices read by funcIndex
 }
 
 func newReader(b []byte, base int) *reader { return &reader{b: b, base: base} }
@@ -46,6 +47,13 @@ func (r *reader) u32() (uint32, error) {
 	}
 	r.off += n
 	return uint32(v), nil
+}
+
+// funcIndex reads a function index and records where it is, for
+// Options.Yield to renumber: the function it adds shifts the index space.
+func (r *reader) funcIndex() (uint32, error) {
+	r.funcs = append(r.funcs, r.off)
+	return r.u32()
 }
 
 // sleb reads a signed LEB128 of the given width.

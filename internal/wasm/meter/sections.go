@@ -150,10 +150,14 @@ func parseExport(r *reader) error {
 		return err
 	}
 	kind, err := r.byte()
-	if err == nil && kind > 0x04 {
-		err = r.errorf("invalid export kind 0x%x", kind)
-	}
-	if err == nil {
+	switch {
+	case err != nil:
+		return err
+	case kind > 0x04:
+		return r.errorf("invalid export kind 0x%x", kind)
+	case kind == 0x00:
+		_, err = r.funcIndex()
+	default:
 		_, err = r.u32()
 	}
 	return err
@@ -187,7 +191,7 @@ func parseElement(r *reader) error {
 		}
 	}
 	if flags&0x04 == 0 {
-		return vec(r, 1, func() error { _, err := r.u32(); return err })
+		return vec(r, 1, func() error { _, err := r.funcIndex(); return err })
 	}
 	return vec(r, 2, func() error { return skipConstExpr(r) })
 }
