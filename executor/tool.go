@@ -46,7 +46,9 @@ type Result struct {
 	ExitStatus  *int             // for processes
 	TimedOut    bool             // the call hit its timeout
 	Resources   map[string]int64 // usage, e.g. wall_ms, cpu_ms, fuel
-	Enforcement map[string]any   // limits and isolation actually applied
+	// Enforcement is the limits and isolation actually applied. The
+	// executor only reads it; a tool may hand every call the same map.
+	Enforcement map[string]any
 	// Events are appended to the request's stream, in order, just before
 	// its execution.finished (e.g. egress.connection records), in the same
 	// transaction. Their payloads must marshal to JSON objects.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -15,18 +14,40 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/wasm/meter"
 )
 
+// callState is what a call allocates, in one piece.
+type callState struct {
+	mem            memoryCap
+	caps           callCaps
+	stdin          bytes.Reader
+	stdout, stderr limitedBuffer
+}
+
 // execute runs entry e of p in a fresh instance with input, and closes the
-// instance.
-func (t *Tool) execute(ctx context.Context, p *program, e entry, input []byte) executor.Result {
+// instance. The call ends by deadline (or ctx's, if earlier): a module
+// that yields (fuelMeter.yields) checks it at every yield, as do the host
+// functions that wait, so it costs no timer; with a meter that does not
+// yield, a context with the deadline closes the module instead.
+func (t *Tool) execute(ctx context.Context, deadline time.Time, p *program, e entry, input []byte) executor.Result {
 	cfg := &t.h.cfg
 	began := time.Now()
-	mem := &memoryCap{limit: uint64(cfg.MemoryLimitPages) * pageSize}
-	std := stdio{stdin: bytes.NewReader(input),
-		stdout: &limitedBuffer{limit: cfg.OutputLimit}, stderr: &limitedBuffer{limit: cfg.StderrLimit}}
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if !t.run.meter.yields() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errTimeout)
+		defer cancel()
+	}
+	st := &callState{mem: memoryCap{limit: uint64(cfg.MemoryLimitPages) * pageSize},
+		caps:   callCaps{granted: t.granted, secrets: cfg.Secrets, storage: cfg.Storage, http: cfg.HTTP, deadline: deadline},
+		stdout: limitedBuffer{limit: cfg.OutputLimit}, stderr: limitedBuffer{limit: cfg.StderrLimit}}
+	st.stdin.Reset(input)
+	mem, cc := &st.mem, &st.caps
+	std := stdio{stdin: &st.stdin, stdout: &st.stdout, stderr: &st.stderr}
 	o := outcome{metered: t.run.meter.metered(), memLimit: cfg.MemoryLimitPages, fuelLimit: t.fuel}
-	cc := &callCaps{granted: t.granted, secrets: cfg.Secrets, storage: cfg.Storage, http: cfg.HTTP}
 	ctx = withCallCaps(ctx, cc)
 
 	mc := t.sealed
@@ -39,38 +60,39 @@ func (t *Tool) execute(ctx context.Context, p *program, e entry, input []byte) e
 	if err != nil {
 		o.err, o.instantiate = err, true
 	} else {
-		results, o.err = call(ctx, mod, e)
-		o.fuelLeft, fuelErr = t.run.meter.left(mod)
+		if fuelErr = t.run.startFloor(mod, t.fuel); fuelErr == nil {
+			results, o.err = call(ctx, mod, e)
+			o.fuelLeft, fuelErr = t.run.meter.left(mod)
+		}
 		mod.Close(context.WithoutCancel(ctx))
 	}
-	o.memRefused = mem.Refused()
+	o.memRefused, o.stopped = mem.Refused(), cc.stopped
 
-	res := executor.Result{Enforcement: maps.Clone(t.enf), Resources: map[string]int64{
+	enf := t.callEnf
+	if p != t.prog || e != t.entry { // plugin.run
+		enf = t.callEnforcement(p, e)
+	}
+	res := executor.Result{Enforcement: enf, Resources: map[string]int64{
 		"wall_ms":           time.Since(began).Milliseconds(),
 		"memory_pages_peak": mem.PeakPages(),
 		"module_bytes":      int64(p.size),
 		"output_bytes":      std.stdout.total,
 	}}
-	res.Enforcement["module_digest"] = p.digest
-	res.Enforcement["entrypoint"] = e.name
-	res.Enforcement["abi"] = e.abi
-	res.Enforcement["host_modules"] = p.hosts
 	red := cc.redactor(cfg.Redactor)
 	res.Events = cc.events(red)
 	if o.metered {
-		res.Enforcement["instrumented_digest"] = p.instDigest
 		res.Resources["fuel_limit"] = t.fuel
 		if !o.instantiate { // else unknown: the start function may have used some
 			res.Resources["fuel_used"] = t.fuel - max(o.fuelLeft, 0)
 		}
 	}
 	if fuelErr != nil {
-		return t.failure(res, refuse(kindRuntimeFailure, "reading the fuel left: %v", fuelErr), o, std, red)
+		return t.failure(res, refuse(kindRuntimeFailure, "the fuel meter: %v", fuelErr), o, std, red)
 	}
 	if o.err != nil {
 		return t.failure(res, classify(ctx, o), o, std, red)
 	}
-	if ctx.Err() != nil { // finished, but only after it was told to stop
+	if ctx.Err() != nil || cc.expired() { // finished, but only after it was told to stop
 		return t.failure(res, interrupted(ctx), o, std, red)
 	}
 	out, cerr := t.output(e, results, std, red)
@@ -81,9 +103,15 @@ func (t *Tool) execute(ctx context.Context, p *program, e entry, input []byte) e
 	return res
 }
 
-// call runs the entrypoint, after _initialize for a WASI reactor. A WASI
-// command's exit with code 0 is a success.
+// call runs the entrypoint, after the module's start function and, for a
+// WASI reactor, _initialize. A WASI command's exit with code 0 is a
+// success.
 func call(ctx context.Context, mod api.Module, e entry) ([]uint64, error) {
+	if e.start {
+		if _, err := mod.ExportedFunction(meter.StartExport).Call(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if e.initialize {
 		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/redact"
@@ -26,10 +27,12 @@ const (
 // made, in order, and the secrets it read, which its output must not
 // show. Host functions find it in their context (withCallCaps).
 type callCaps struct {
-	granted Capabilities
-	secrets SecretProvider
-	storage Storage
-	http    HTTPOptions
+	granted  Capabilities
+	secrets  SecretProvider
+	storage  Storage
+	http     HTTPOptions
+	deadline time.Time // when the call's time runs out; zero: never (tests)
+	stopped  bool      // a yield ended the call: its context ended or its time ran out
 
 	mu        sync.Mutex
 	uses      []capabilityUse
@@ -58,6 +61,19 @@ func withCallCaps(ctx context.Context, cc *callCaps) context.Context {
 func callCapsFrom(ctx context.Context) *callCaps {
 	cc, _ := ctx.Value(callCapsKey{}).(*callCaps)
 	return cc
+}
+
+// expired reports whether the call's time ran out.
+func (cc *callCaps) expired() bool { return !cc.deadline.IsZero() && !time.Now().Before(cc.deadline) }
+
+// bound is ctx ending when the call's time runs out too, for a host
+// function that waits (the call's own context has no deadline: see
+// Tool.execute).
+func (cc *callCaps) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if cc.deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadlineCause(ctx, cc.deadline, errTimeout)
 }
 
 // record appends a use, or reports false when the call has used up its

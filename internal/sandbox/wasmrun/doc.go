@@ -6,15 +6,15 @@
 // set, plugin.run, which runs a module sent in the call:
 // {"module_base64": "...", "entrypoint"?: "...", "input"?: {...}}.
 // Each tool has a wazero runtime of its own (the compiler engine where
-// wazero supports it, else the interpreter; Config.Engine), closes
-// instances whose context ends (WithCloseOnContextDone) and compiles each
-// module once: a registered module in New, which refuses a file whose
+// wazero supports it, else the interpreter; Config.Engine) and compiles
+// each module once: a registered module in New, which refuses a file whose
 // digest is not the pinned one; an inline one on first use, kept in a
 // bounded cache keyed by its digest (Palyra compiles on every call).
 // Before compiling, tables get a maximum of at most TableLimit elements
 // (wazero bounds table.grow by nothing else) and the code is instrumented
-// for fuel by internal/wasm/meter. Config.CacheDir keeps the machine code
-// across restarts. Every call gets a fresh instance, closed after it. At
+// for fuel by internal/wasm/meter, with yields and the start function
+// deferred (see newMeter). Config.CacheDir keeps the machine code across
+// restarts. Every call gets a fresh instance, closed after it. At
 // most MaxInstances run at once over the host's tools; a call waits for a
 // slot until its context ends, and then has Timeout to finish.
 //
@@ -123,7 +123,13 @@
 //     memoryCap) running out, a module starting beyond the memory or
 //     table limit, output beyond OutputLimit: quota_exceeded;
 //   - the timeout (the call's or the executor's): timed_out; the context
-//     cancelled: cancelled;
+//     cancelled: cancelled. Running code notices either at its next yield:
+//     the module calls the host back every 2^20 units of fuel on the
+//     compiler, 2^16 on the interpreter (about a millisecond or a few of
+//     its work), which is also where the Go runtime may preempt it;
+//     wazero's close on context done, a goroutine per call and a call out
+//     of the compiled code at every loop turn, is not used. A host
+//     function (http, storage) stops waiting when the context ends;
 //   - any other trap: runtime_failure, with the trap's text.
 //
 // Results record Resources (fuel_used, fuel_limit, wall_ms,

@@ -37,11 +37,11 @@ func isTableLimit(err error) bool { return errors.Is(err, errTableLimit) }
 // errTimeout is the cause of a call's own timeout.
 var errTimeout = errors.New("the call's timeout passed")
 
-// interrupted is why ctx ended: timed_out when a deadline passed (the
-// call's own or the executor's), else cancelled.
+// interrupted is why a call was stopped: cancelled when ctx was, else
+// timed_out (a deadline passed, the call's own or the executor's).
 func interrupted(ctx context.Context) *callError {
 	cause := context.Cause(ctx)
-	if errors.Is(cause, errTimeout) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if ctx.Err() == nil || errors.Is(cause, errTimeout) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return refuse(kindTimedOut, "timed out")
 	}
 	return refuse(kindCancelled, "cancelled")
@@ -54,6 +54,7 @@ type outcome struct {
 	fuelLeft    int64 // after the call; negative when it ran out
 	metered     bool
 	memRefused  bool
+	stopped     bool // a yield ended it (runner.yield)
 	memLimit    uint32
 	fuelLimit   int64
 }
@@ -65,6 +66,9 @@ type outcome struct {
 func classify(ctx context.Context, o outcome) *callError {
 	if ctx.Err() != nil {
 		return interrupted(ctx)
+	}
+	if o.stopped { // its deadline passed before its context said so
+		return refuse(kindTimedOut, "timed out")
 	}
 	outOfFuel := o.metered && o.fuelLeft < 0
 	if o.memRefused {

@@ -97,6 +97,7 @@ func (h *Host) register(ctx context.Context, m Module) (*Tool, error) {
 		return nil, err
 	}
 	t.enf, t.mc = t.baseEnforcement(), baseConfig(t.name, m.Env)
+	t.callEnf = t.callEnforcement(t.prog, t.entry)
 	t.sealed = sealedConfig(t.mc)
 	return t, nil
 }

@@ -99,6 +99,8 @@ func secretGet(ctx context.Context, m api.Module, handle, buf, capacity uint32) 
 		case cc.secrets == nil:
 			return capUnavailable
 		}
+		ctx, cancel := cc.bound(ctx)
+		defer cancel()
 		v, err := cc.secrets.Secret(ctx, name)
 		switch {
 		case errors.Is(err, ErrSecretNotFound):
@@ -203,6 +205,8 @@ func storageGet(ctx context.Context, m api.Module, handle, key, keyLen, buf, cap
 	}
 	prefix, full, r := storageKey(cc, m, handle, key, keyLen)
 	if r == 0 {
+		ctx, cancel := cc.bound(ctx)
+		defer cancel()
 		v, ok, err := cc.storage.Get(ctx, full)
 		switch {
 		case err != nil:
@@ -233,6 +237,8 @@ func storagePut(ctx context.Context, m api.Module, handle, key, keyLen, val, val
 	}
 	prefix, full, r := storageKey(cc, m, handle, key, keyLen)
 	if r == 0 {
+		ctx, cancel := cc.bound(ctx)
+		defer cancel()
 		v, ok := m.Memory().Read(val, valLen)
 		switch {
 		case valLen > MaxStorageValue:

@@ -117,6 +117,8 @@ func httpRequest(ctx context.Context, m api.Module, handle, req, reqLen, buf, ca
 		case r < 0:
 			return r
 		}
+		ctx, cancel := cc.bound(ctx)
+		defer cancel()
 		resp, r := send(ctx, entry, hr, opts)
 		if r < 0 {
 			return r

@@ -259,6 +259,18 @@ func TestHTTPRequestLimits(t *testing.T) {
 	if u := c.lastUse(); u["outcome"] != "timed_out" {
 		t.Errorf("event %v", u)
 	}
+	// The call's own time bounds a request too: its context has no
+	// deadline (see Tool.execute).
+	opts.Timeout = time.Minute
+	long := newHTTPCall(t, opts, "127.0.0.1")
+	long.cc.deadline = time.Now().Add(150 * time.Millisecond)
+	began = time.Now()
+	if n, _ := long.do(10_000, request("GET", srv.URL+"/slow", "", nil)); n != capTimeout {
+		t.Errorf("slow past the call's deadline: %d", n)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("slow past the call's deadline took %v", d)
+	}
 	n, out := c.do(10_000, request("GET", srv.URL+"/redirect", "", nil))
 	var resp httpResponseJSON
 	if n < 0 || json.Unmarshal(out, &resp) != nil || resp.Status != http.StatusFound || resp.Headers["Location"][0] != "/elsewhere" {

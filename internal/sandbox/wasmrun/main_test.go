@@ -225,6 +225,8 @@ type globalFuel struct{}
 
 func (globalFuel) instrument(wasm []byte, _ int64) ([]byte, error) { return wasm, nil }
 func (globalFuel) metered() bool                                   { return true }
+func (globalFuel) yields() bool                                    { return false }
+func (globalFuel) setFloor(api.Module, int64) error                { return nil }
 
 func (globalFuel) left(mod api.Module) (int64, error) {
 	g := mod.ExportedGlobal(meter.FuelExport)

@@ -18,10 +18,19 @@ type fuelMeter interface {
 	left(mod api.Module) (int64, error)
 	// metered is false for the stand-in that meters nothing.
 	metered() bool
+	// yields reports whether instrumented modules call runner.yield as
+	// they run; setFloor sets the fuel below which one next does.
+	yields() bool
+	setFloor(mod api.Module, floor int64) error
 }
 
 // newMeter returns the meter calls are charged by: internal/wasm/meter
 // with its default costs.
+//
+// A metered module yields to the host as it runs (runner.yield), and its
+// start function, if any, is deferred to the call, where it draws on the
+// call's fuel and can be stopped like the rest: wazero would run it
+// inside instantiation, before the host holds the instance.
 //
 // Each instance starts with the tool's whole fuel limit
 // (meter.Options.InitialFuel) rather than being given it with
@@ -34,11 +43,14 @@ func newMeter() fuelMeter { return fuelCounter{} }
 type fuelCounter struct{}
 
 func (fuelCounter) instrument(wasm []byte, fuel int64) ([]byte, error) {
-	return meter.Instrument(wasm, meter.Options{InitialFuel: fuel})
+	return meter.Instrument(wasm, meter.Options{InitialFuel: fuel, Yield: true, DeferStart: true})
 }
 
 func (fuelCounter) left(mod api.Module) (int64, error) { return meter.Fuel(mod) }
 func (fuelCounter) metered() bool                      { return true }
+func (fuelCounter) yields() bool                       { return true }
+
+func (fuelCounter) setFloor(mod api.Module, floor int64) error { return meter.SetFloor(mod, floor) }
 
 // unmetered meters nothing; only the timeout bounds a call.
 type unmetered struct{}
@@ -46,3 +58,5 @@ type unmetered struct{}
 func (unmetered) instrument(wasm []byte, _ int64) ([]byte, error) { return wasm, nil }
 func (unmetered) left(api.Module) (int64, error)                  { return 0, nil }
 func (unmetered) metered() bool                                   { return false }
+func (unmetered) yields() bool                                    { return false }
+func (unmetered) setFloor(api.Module, int64) error                { return nil }

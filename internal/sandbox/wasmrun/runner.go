@@ -12,6 +12,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"golang.org/x/sys/cpu"
+
+	wasmmeter "github.com/execledger/execledger/internal/wasm/meter"
 )
 
 // hostModulesFunc instantiates host modules in a runtime and returns
@@ -25,12 +27,19 @@ type runner struct {
 	engine   string
 	provided map[string]map[string]api.FunctionDefinition // module -> name -> definition
 	meter    fuelMeter
+	quantum  int64 // fuel between a running call's yields
 	cfg      *Config
 	compiles atomic.Int64 // modules compiled, for tests
 }
 
 // newRunner starts a runtime with cfg's engine. Memory is limited per
 // instance by memoryCap, not by the runtime (see memoryCap).
+//
+// A metered module yields every quantum of fuel, which is where its call
+// ends when its time runs out or its context ends (runner.yield), so the
+// runtime does not close modules on context done: that costs a goroutine
+// per call and, in compiled code, a call out of the module at every loop
+// turn. Only the stand-ins of tests that do not yield rely on it.
 func newRunner(ctx context.Context, cfg *Config, meter fuelMeter, cache wazero.CompilationCache) (*runner, error) {
 	engine := cfg.Engine
 	if engine == EngineAuto {
@@ -43,12 +52,23 @@ func newRunner(ctx context.Context, cfg *Config, meter fuelMeter, cache wazero.C
 	if engine == EngineCompiler {
 		rc = wazero.NewRuntimeConfigCompiler()
 	}
-	rc = rc.WithCloseOnContextDone(true).WithMemoryLimitPages(maxPages).WithCompilationCache(cache)
+	rc = rc.WithCloseOnContextDone(!meter.yields()).WithMemoryLimitPages(maxPages).WithCompilationCache(cache)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	r := &runner{rt: rt, engine: engine, provided: map[string]map[string]api.FunctionDefinition{}, meter: meter, cfg: cfg}
+	r := &runner{rt: rt, engine: engine, provided: map[string]map[string]api.FunctionDefinition{}, meter: meter, cfg: cfg,
+		quantum: yieldQuantumCompiler}
+	if engine == EngineInterpreter {
+		r.quantum = yieldQuantumInterpreter
+	}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasi: %w", err)
+	}
+	if meter.yields() {
+		if err := r.instantiateYield(ctx, rt); err != nil {
+			rt.Close(ctx)
+			return nil, fmt.Errorf("yield: %w", err)
+		}
+		r.provided[wasmmeter.YieldModule] = rt.Module(wasmmeter.YieldModule).ExportedFunctionDefinitions()
 	}
 	caps, err := instantiateCapabilities(ctx, rt)
 	if err != nil {
@@ -149,7 +169,7 @@ func (r *runner) checkImports(compiled wazero.CompiledModule, wasm []byte) ([]st
 			bad = append(bad, fmt.Sprintf("function %s.%s", mod, name))
 		case !slices.Equal(def.ParamTypes(), f.ParamTypes()) || !slices.Equal(def.ResultTypes(), f.ResultTypes()):
 			bad = append(bad, fmt.Sprintf("function %s.%s with type %s (the host's is %s)", mod, name, signature(f), signature(def)))
-		default:
+		case mod != wasmmeter.YieldModule: // the meter's, not the module's own
 			hosts[mod] = true
 		}
 	}
@@ -210,7 +230,8 @@ type entry struct {
 	name       string
 	abi        string
 	i64        bool // abiResult's result is an i64
-	initialize bool // a WASI reactor: call _initialize first
+	start      bool // the module's start function, deferred by the meter: call it first
+	initialize bool // a WASI reactor: call _initialize first (after start)
 }
 
 // entry resolves an entrypoint name; "" means "_start" when the module
@@ -223,10 +244,11 @@ func (p *program) entry(name string) (entry, error) {
 		}
 	}
 	def, ok := p.exports[name]
-	if !ok {
+	if !ok || strings.HasPrefix(name, wasmmeter.ReservedPrefix) {
 		return entry{}, refuse(kindInvalidInput, "the module exports no function %q", name)
 	}
-	e := entry{name: name}
+	_, start := p.exports[wasmmeter.StartExport]
+	e := entry{name: name, start: start}
 	switch res := def.ResultTypes(); {
 	case len(def.ParamTypes()) > 0 || len(res) > 1:
 		return entry{}, refuse(kindInvalidInput, "entrypoint %q has type %s; want () -> i32 or () -> ()", name, signature(def))

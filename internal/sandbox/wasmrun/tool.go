@@ -23,7 +23,8 @@ type Tool struct {
 	run     *runner
 	fuel    int64
 	timeout time.Duration
-	enf     map[string]any // what every call records; copied per call
+	enf     map[string]any // what every call records
+	callEnf map[string]any // enf and the registered module's: every call's, shared
 	granted Capabilities   // what every call may use
 	mc      wazero.ModuleConfig
 	sealed  wazero.ModuleConfig // mc for modules that import no WASI
@@ -78,7 +79,9 @@ func (t *Tool) Validate(input json.RawMessage) error {
 }
 
 // Run runs one call in a fresh instance, closed after it. It waits for an
-// instance slot until ctx ends; then the call's timeout starts.
+// instance slot until ctx ends; then the call's timeout starts. The
+// timeout is not a context of its own: a yield of the running module, or
+// a host function, checks it (see execute).
 func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
 	if t.cache != nil {
 		return t.runPlugin(ctx, call.Input)
@@ -90,9 +93,7 @@ func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
 		return t.failed(err, nil)
 	}
 	defer t.h.release()
-	ctx, cancel := context.WithTimeoutCause(ctx, t.timeout, errTimeout)
-	defer cancel()
-	return t.execute(ctx, t.prog, t.entry, call.Input)
+	return t.execute(ctx, time.Now().Add(t.timeout), t.prog, t.entry, call.Input)
 }
 
 // runPlugin runs plugin.run: the module is compiled (or found in the
@@ -121,7 +122,8 @@ func (t *Tool) runPlugin(ctx context.Context, input json.RawMessage) executor.Re
 	if err != nil {
 		return t.failed(err, enf)
 	}
-	return t.execute(ctx, p, e, in.input)
+	deadline, _ := ctx.Deadline()
+	return t.execute(ctx, deadline, p, e, in.input)
 }
 
 // failed is a Result for a call refused before its module ran.
@@ -134,6 +136,21 @@ func (t *Tool) failed(err error, enf map[string]any) executor.Result {
 		Enforcement: maps.Clone(t.enf)}
 	maps.Copy(res.Enforcement, enf)
 	return res
+}
+
+// callEnforcement is what a call of entry e of p records: the tool's
+// enforcement and the module's.
+func (t *Tool) callEnforcement(p *program, e entry) map[string]any {
+	enf := make(map[string]any, len(t.enf)+5)
+	maps.Copy(enf, t.enf)
+	enf["module_digest"] = p.digest
+	enf["entrypoint"] = e.name
+	enf["abi"] = e.abi
+	enf["host_modules"] = p.hosts
+	if t.run.meter.metered() {
+		enf["instrumented_digest"] = p.instDigest
+	}
+	return enf
 }
 
 // baseEnforcement is what every call of t records.
