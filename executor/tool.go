@@ -40,12 +40,12 @@ type Call struct {
 
 // Result is how a call ended.
 type Result struct {
-	Output      json.RawMessage  // a JSON object on success; may be set on failure too
-	ErrorKind   string           // "" on success, else one of the contract's error kinds
-	Error       string           // a human message when ErrorKind is set
-	ExitStatus  *int             // for processes
-	TimedOut    bool             // the call hit its timeout
-	Resources   map[string]int64 // usage, e.g. wall_ms, cpu_ms, fuel
+	Output     json.RawMessage  // a JSON object on success; may be set on failure too
+	ErrorKind  string           // "" on success, else one of the contract's error kinds
+	Error      string           // a human message when ErrorKind is set
+	ExitStatus *int             // for processes
+	TimedOut   bool             // the call hit its timeout
+	Resources  map[string]int64 // usage, e.g. wall_ms, cpu_ms, fuel
 	// Enforcement is the limits and isolation actually applied. The
 	// executor only reads it; a tool may hand every call the same map.
 	Enforcement map[string]any
