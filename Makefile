@@ -45,6 +45,8 @@ bench: deps build
 	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system both --mode burndown --n 20000
 	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system both --mode continuous --duration 20s
 	$(GO) test -count=1 -run '^TestSpawnCost$$' -v ./internal/sandbox/processrun/ -spawn.rounds 9 -spawn.self "$$PWD/$(BIN)"
+	$(GO) test -run '^$$' -bench 'TrivialSkill|RawWazero' -count 6 -benchtime 20000x ./internal/sandbox/wasmrun/
+	$(GO) test -run '^$$' -bench 'CPUHeavy' -count 3 -benchtime 10x ./internal/sandbox/wasmrun/
 
 ## chaos: the chaos scenarios at full size (kill -9 an executor mid-load, restart PostgreSQL
 ## under load, two executor processes); make test runs them small

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/wasm/meter"
@@ -31,12 +34,25 @@ func BenchmarkRawWazero(b *testing.B) {
 	benchmarkRaw(b, "answer", false)
 }
 
-// BenchmarkCPUHeavySkill is BenchmarkTrivialSkill with modules that
-// compute: fib(27) recursively (about 8 million instructions, a function
-// entry every 12 or so) and a sum in one tight loop (27 million, a loop
-// head every 9), metered, yielding every 2^20 units of fuel.
+// cpuHeavy are the modules of the CPU-heavy benchmarks: fib(27)
+// recursively (about 8 million instructions, a function entry every 12
+// or so), a sum in one tight loop (27 million, a loop head every 9), and
+// the Go echo skill (a WASI command: Go's runtime starting, 3 million).
+var cpuHeavy = []string{"fib", "sum", "echo"}
+
+// benchModule is a benchmark's module: echo is built from Go, the others
+// from testdata/<name>.wat.
+func benchModule(b *testing.B, name string) []byte {
+	if name == "echo" {
+		return echoWasm(b)
+	}
+	return wat(b, name)
+}
+
+// BenchmarkCPUHeavySkill is BenchmarkTrivialSkill with the cpuHeavy
+// modules, metered, yielding every 2^20 units of fuel.
 func BenchmarkCPUHeavySkill(b *testing.B) {
-	for _, name := range []string{"fib", "sum"} {
+	for _, name := range cpuHeavy {
 		b.Run(name, func(b *testing.B) { benchmarkSkill(b, name, 100_000_000) })
 	}
 }
@@ -47,7 +63,7 @@ func BenchmarkCPUHeavySkill(b *testing.B) {
 // yielded: a goroutine per call, and a call out of the compiled code at
 // every loop head.
 func BenchmarkCPUHeavyRaw(b *testing.B) {
-	for _, name := range []string{"fib", "sum"} {
+	for _, name := range cpuHeavy {
 		b.Run(name, func(b *testing.B) {
 			benchmarkRaw(b, name, false)
 			benchmarkRaw(b, name, true)
@@ -58,7 +74,7 @@ func BenchmarkCPUHeavyRaw(b *testing.B) {
 func benchmarkSkill(b *testing.B, name string, fuel int64) {
 	for _, engine := range []string{EngineCompiler, EngineInterpreter} {
 		b.Run(engine, func(b *testing.B) {
-			m := module(b, "acme.bench", wat(b, name))
+			m := module(b, "acme.bench", benchModule(b, name))
 			m.FuelLimit = fuel
 			h := host(b, Config{Engine: engine, Modules: []Module{m}})
 			tool := h.Tool("acme.bench")
@@ -92,7 +108,7 @@ func benchmarkRaw(b *testing.B, name string, before bool) {
 			}
 			rt := wazero.NewRuntimeWithConfig(ctx, rc.WithCloseOnContextDone(before))
 			defer rt.Close(ctx)
-			wasm := wat(b, name)
+			wasm := benchModule(b, name)
 			if before {
 				var err error
 				if wasm, err = meter.Instrument(wasm, meter.Options{InitialFuel: 1 << 40}); err != nil {
@@ -103,14 +119,20 @@ func benchmarkRaw(b *testing.B, name string, before bool) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			entry := "run"
+			if _, ok := compiled.ExportedFunctions()["_start"]; ok {
+				entry = "_start" // a WASI command: its input on stdin
+				wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+			}
 			mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(bytes.NewReader(nil))
 			b.ReportAllocs()
 			for b.Loop() {
-				mod, err := rt.InstantiateModule(ctx, compiled, mc)
+				mod, err := rt.InstantiateModule(ctx, compiled, mc.WithStdin(strings.NewReader("{}")))
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := mod.ExportedFunction("run").Call(ctx); err != nil {
+				_, err = mod.ExportedFunction(entry).Call(ctx)
+				if exit, ok := err.(*sys.ExitError); err != nil && (!ok || exit.ExitCode() != 0) {
 					b.Fatal(err)
 				}
 				mod.Close(ctx)
