@@ -64,8 +64,10 @@ func TestStartFunction(t *testing.T) {
 // preempted by the Go runtime, so a call that never left it would hold up
 // every stop-the-world pause of the process until it ended. A metered call
 // yields every quantum of fuel: a garbage collection completes while one
-// runs. (Without yields the collection would wait for the fuel, seconds,
-// to run out: the test fails on the time it took, not by hanging.)
+// runs. (Without yields the collection would wait for the fuel to run
+// out, about 6 s at 1.2 ns a unit, as measured without yields: the test
+// fails on the time it took, not by hanging. The 3 s allowed is for a
+// loaded machine; here it takes tens to a hundred milliseconds.)
 func TestLongCallDoesNotHoldUpTheProcess(t *testing.T) {
 	t.Parallel()
 	m := module(t, "acme.loop", wat(t, "loop"))
@@ -88,7 +90,7 @@ func TestLongCallDoesNotHoldUpTheProcess(t *testing.T) {
 		runtime.GC()
 		collected <- time.Since(began)
 	}()
-	if d := <-collected; d > time.Second {
+	if d := <-collected; d > 3*time.Second {
 		t.Errorf("a garbage collection took %v while the call ran", d)
 	} else {
 		t.Logf("a garbage collection during the call took %v", d)
