@@ -116,8 +116,10 @@ func (h *Host) Tool(name string) *Tool {
 	return nil
 }
 
-// Close closes the tools' runtimes, ending any call still running, and
-// frees the compiled code.
+// Close closes the tools' runtimes and frees the compiled code. Calls
+// should have ended first (serve closes tools after its executor
+// stopped): a running metered call ends at its next yield only when its
+// context ends or its time runs out, not because its runtime closed.
 func (h *Host) Close(ctx context.Context) error {
 	var errs []error
 	for _, t := range h.tools {
