@@ -76,6 +76,21 @@ func (cc *callCaps) bound(ctx context.Context) (context.Context, context.CancelF
 	return context.WithDeadlineCause(ctx, cc.deadline, errTimeout)
 }
 
+// callerCaps is the capabilities of the call a host function serves, or
+// the result that refuses the use: capDenied outside a call (a module
+// run by something other than Tool), capQuota once the call has used up
+// its uses.
+func callerCaps(ctx context.Context) (*callCaps, int32) {
+	cc := callCapsFrom(ctx)
+	switch {
+	case cc == nil:
+		return nil, capDenied
+	case cc.full():
+		return nil, capQuota
+	}
+	return cc, 0
+}
+
 // record appends a use, or reports false when the call has used up its
 // uses.
 func (cc *callCaps) record(u capabilityUse) bool {

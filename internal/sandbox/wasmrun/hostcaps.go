@@ -84,12 +84,9 @@ func instantiateCapabilities(ctx context.Context, rt wazero.Runtime) ([]string, 
 // a negative error. The value is registered with the call's redactor
 // first.
 func secretGet(ctx context.Context, m api.Module, handle, buf, capacity uint32) int32 {
-	cc := callCapsFrom(ctx)
-	if cc == nil {
-		return capDenied
-	}
-	if cc.full() {
-		return capQuota
+	cc, refused := callerCaps(ctx)
+	if refused != 0 {
+		return refused
 	}
 	name, ok := cc.granted.lookup(classSecret, int32(handle))
 	r := func() int32 {
@@ -124,12 +121,9 @@ func secretGet(ctx context.Context, m api.Module, handle, buf, capacity uint32) 
 // publishes len bytes at msg on the channel, returning 0, or a negative
 // error.
 func channelPublish(ctx context.Context, m api.Module, handle, msg, length uint32) int32 {
-	cc := callCapsFrom(ctx)
-	if cc == nil {
-		return capDenied
-	}
-	if cc.full() {
-		return capQuota
+	cc, refused := callerCaps(ctx)
+	if refused != 0 {
+		return refused
 	}
 	name, ok := cc.granted.lookup(classChannel, int32(handle))
 	u := capabilityUse{class: classChannel, handle: int32(handle), name: name}
@@ -196,12 +190,9 @@ func storageKey(cc *callCaps, m api.Module, handle, key, length uint32) (prefix,
 // at key, written at buf when it fits in cap bytes, or a negative error
 // (-2: no value).
 func storageGet(ctx context.Context, m api.Module, handle, key, keyLen, buf, capacity uint32) int32 {
-	cc := callCapsFrom(ctx)
-	if cc == nil {
-		return capDenied
-	}
-	if cc.full() {
-		return capQuota
+	cc, refused := callerCaps(ctx)
+	if refused != 0 {
+		return refused
 	}
 	prefix, full, r := storageKey(cc, m, handle, key, keyLen)
 	if r == 0 {
@@ -228,12 +219,9 @@ func storageGet(ctx context.Context, m api.Module, handle, key, keyLen, buf, cap
 // followed by the key, or a negative error. Secrets the call read are
 // stored redacted.
 func storagePut(ctx context.Context, m api.Module, handle, key, keyLen, val, valLen uint32) int32 {
-	cc := callCapsFrom(ctx)
-	if cc == nil {
-		return capDenied
-	}
-	if cc.full() {
-		return capQuota
+	cc, refused := callerCaps(ctx)
+	if refused != 0 {
+		return refused
 	}
 	prefix, full, r := storageKey(cc, m, handle, key, keyLen)
 	if r == 0 {

@@ -96,12 +96,9 @@ type httpResponseJSON struct {
 // grant allows and returns the length of the response's JSON, written at
 // buf when it fits in cap bytes, or a negative error.
 func httpRequest(ctx context.Context, m api.Module, handle, req, reqLen, buf, capacity uint32) int32 {
-	cc := callCapsFrom(ctx)
-	if cc == nil {
-		return capDenied
-	}
-	if cc.full() {
-		return capQuota
+	cc, refused := callerCaps(ctx)
+	if refused != 0 {
+		return refused
 	}
 	u := capabilityUse{class: classHTTP, handle: int32(handle)}
 	r := func() int32 {
