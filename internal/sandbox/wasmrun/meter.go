@@ -33,10 +33,9 @@ type fuelMeter interface {
 // inside instantiation, before the host holds the instance.
 //
 // Each instance starts with the tool's whole fuel limit
-// (meter.Options.InitialFuel) rather than being given it with
-// meter.SetFuel after instantiation: a module's start function runs while
-// it is instantiated, and so draws on the same budget as the entrypoint
-// instead of running unmetered or on a budget of its own.
+// (meter.Options.InitialFuel), so a call needs no meter.SetFuel: nothing
+// of the module runs before the call, which spends that one budget on
+// the start function, _initialize and the entrypoint together.
 func newMeter() fuelMeter { return fuelCounter{} }
 
 // fuelCounter is internal/wasm/meter.
