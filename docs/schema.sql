@@ -33,6 +33,30 @@ COMMENT ON SCHEMA ledger IS 'Execledger: the event log, the SQL API and the read
 
 
 --
+-- Name: executor_transition_row; Type: TYPE; Schema: ledger; Owner: -
+--
+
+CREATE TYPE ledger.executor_transition_row AS (
+	ord bigint,
+	id uuid,
+	claim uuid,
+	kind text,
+	charge boolean,
+	state text,
+	error_kind text,
+	error text,
+	output text,
+	tier text,
+	principal text,
+	run_id text,
+	head bigint,
+	head_type text,
+	head_payload json,
+	head_tx xid8
+);
+
+
+--
 -- Name: append_events(text[], bigint[], text[], text[], text[]); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -41,44 +65,18 @@ CREATE FUNCTION ledger.append_events(streams text[], versions bigint[], types te
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    n int := cardinality(streams);
-    bad record;
+    v_bad text;
 BEGIN
-    IF n IS NULL OR n = 0 THEN
-        RETURN;
+    IF NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user) THEN
+        SELECT s INTO v_bad FROM unnest(streams) AS s
+        WHERE s IS NULL OR NOT (s = 'policy' OR s LIKE 'process:%') LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'ledger.append_events: stream % is written only by the ledger''s functions', coalesce(v_bad, 'NULL')
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'executors record requests through ledger.executor_append and ledger.executor_transition';
+        END IF;
     END IF;
-    IF cardinality(versions) IS DISTINCT FROM n OR cardinality(types) IS DISTINCT FROM n
-       OR cardinality(payloads) IS DISTINCT FROM n OR cardinality(metadatas) IS DISTINCT FROM n THEN
-        RAISE EXCEPTION 'ledger.append_events: the five arrays must have the same length'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-
-    -- Versions within a stream must be consecutive in the batch, and the
-    -- first must follow the stream's stored head.
-    SELECT b.stream, b.first, b.cnt, b.last INTO bad
-    FROM (
-        SELECT s AS stream, min(v) AS first, max(v) AS last, count(*) AS cnt, count(DISTINCT v) AS dcnt
-        FROM unnest(streams, versions) AS u(s, v)
-        GROUP BY s
-    ) b
-    WHERE b.first < 1
-       OR b.last - b.first + 1 <> b.cnt
-       OR b.dcnt <> b.cnt
-       OR (b.first > 1 AND NOT EXISTS (
-            SELECT 1 FROM ledger.events e WHERE e.stream = b.stream AND e.version = b.first - 1))
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'ledger.append_events: stream % is not at version %', bad.stream, bad.first - 1
-            USING ERRCODE = 'serialization_failure',
-                  DETAIL = format('stream=%s expected_version=%s', bad.stream, bad.first - 1);
-    END IF;
-
-    RETURN QUERY
-    INSERT INTO ledger.events AS e (stream, version, type, payload, metadata)
-    SELECT u.s, u.v, u.t, u.p::json, u.m::json
-    FROM unnest(streams, versions, types, payloads, metadatas) WITH ORDINALITY AS u(s, v, t, p, m, ord)
-    ORDER BY u.ord
-    RETURNING e.position, e.hash;
+    RETURN QUERY SELECT * FROM ledger.insert_events(streams, versions, types, payloads, metadatas);
 END $$;
 
 
@@ -92,6 +90,21 @@ CREATE FUNCTION ledger.approve(request_id uuid, note text DEFAULT NULL::text, in
     AS $$
 BEGIN
     PERFORM ledger.decide_approval(request_id, true, note, input_digest);
+END $$;
+
+
+--
+-- Name: attested_statement(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.attested_statement(envelope text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN convert_from(decode(envelope::jsonb ->> 'payload', 'base64'), 'UTF8')::jsonb;
+EXCEPTION WHEN OTHERS THEN
+    RETURN NULL;
 END $$;
 
 
@@ -134,7 +147,8 @@ BEGIN
     IF v_q.state = 'running' THEN
         IF NOT v_q.cancel_requested THEN
             UPDATE ledger.queue SET cancel_requested = true WHERE id = request_id;
-            PERFORM pg_notify('ledger_request_cancel', request_id::text);
+            -- A wake-up only: executors read the flags of the claims they hold.
+            PERFORM pg_notify('ledger_request_cancel', '');
         END IF;
         RETURN true;
     END IF;
@@ -150,7 +164,7 @@ BEGIN
         error = 'cancelled by ' || coalesce(v_principal, session_user::text) || coalesce(': ' || reason, ''),
         finished_at = clock_timestamp()
     WHERE id = request_id;
-    PERFORM pg_notify('ledger_request_done', request_id::text);
+    PERFORM ledger.notify_done(v_req.principal, request_id);
     RETURN true;
 END $$;
 
@@ -173,8 +187,9 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     ), claimed AS (
         UPDATE ledger.queue q
-        SET state = 'running', claimed_by = executor, claim_id = gen_random_uuid(), attempt = q.attempt + 1,
-            lease_expires_at = clock_timestamp() + lease, stream_version = q.stream_version + 1, started_at = NULL
+        SET state = 'running', claimed_by = executor, claimed_role = session_user, claim_id = gen_random_uuid(),
+            attempt = q.attempt + 1, lease_expires_at = clock_timestamp() + lease,
+            stream_version = q.stream_version + 1, started_at = NULL
         FROM picked WHERE q.id = picked.id
         RETURNING q.*
     ), appended AS (
@@ -182,7 +197,7 @@ BEGIN
         SELECT 'request:' || c.id, c.stream_version, 'request.claimed',
                json_build_object('request_id', c.id, 'executor', executor, 'claim_id', c.claim_id,
                                  'attempt', c.attempt, 'lease_expires_at', c.lease_expires_at),
-               json_build_object('actor', executor, 'correlation_id', c.id)
+               json_build_object('actor', executor, 'login_role', session_user, 'correlation_id', c.id)
         FROM claimed c
     )
     SELECT c.id, c.claim_id, c.attempt, c.stream_version, r.principal, r.tool, r.run_id,
@@ -230,7 +245,7 @@ BEGIN
         RAISE EXCEPTION '%: note is % bytes, the limit is 1024', v_op, octet_length(p_note)
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
-    SELECT r.principal, r.input_digest INTO v_req FROM ledger.request_status r WHERE r.id = p_request_id;
+    SELECT r.principal, r.input_digest, r.state INTO v_req FROM ledger.request_status r WHERE r.id = p_request_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION '%: no request %', v_op, p_request_id USING ERRCODE = 'no_data_found';
     END IF;
@@ -243,9 +258,18 @@ BEGIN
         RAISE EXCEPTION '%: request % has input %, not the % that was approved', v_op, p_request_id, v_digest, p_digest
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT q.state, q.stream_version INTO v_q FROM ledger.queue q WHERE q.id = p_request_id FOR UPDATE;
-    IF NOT FOUND OR v_q.state <> 'awaiting_approval' THEN
-        RAISE EXCEPTION '%: request % is not awaiting approval', v_op, p_request_id
+    SELECT q.state, q.stream_version, q.approved_digest INTO v_q FROM ledger.queue q WHERE q.id = p_request_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION '%: request % has already ended (%)', v_op, p_request_id, v_req.state
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF v_q.state = 'running' THEN
+        RAISE EXCEPTION '%: request % is running: it was authorized without waiting for approval', v_op, p_request_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'only tools the executor marks sensitive wait for approval; ledger.cancel stops a running request';
+    END IF;
+    IF v_q.state = 'pending' AND v_q.approved_digest IS NOT DISTINCT FROM v_req.input_digest THEN
+        RAISE EXCEPTION '%: request % is approved already', v_op, p_request_id
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
 
@@ -253,17 +277,21 @@ BEGIN
     VALUES ('request:' || p_request_id, v_q.stream_version + 1,
             CASE WHEN p_grant THEN 'approval.granted' ELSE 'approval.denied' END,
             json_build_object('request_id', p_request_id, 'approver', v_principal, 'note', p_note,
-                              'input_digest', v_digest, 'reason', CASE WHEN p_grant THEN 'approved' ELSE 'denied_by_approver' END),
+                              'input_digest', v_digest, 'reason', CASE WHEN p_grant THEN 'approved' ELSE 'denied_by_approver' END,
+                              'previous_state', v_q.state),
             json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id));
     IF p_grant THEN
         UPDATE ledger.queue
         SET state = 'pending', stream_version = stream_version + 1, approved_digest = v_req.input_digest,
-            approval_expires_at = NULL, available_at = clock_timestamp()
+            approval_expires_at = NULL,
+            available_at = CASE WHEN v_q.state = 'awaiting_approval' THEN clock_timestamp() ELSE available_at END
         WHERE id = p_request_id;
         UPDATE ledger.request_status SET state = 'pending' WHERE id = p_request_id;
-        PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
-        IF FOUND THEN
-            PERFORM pg_notify('ledger_request_pending', p_request_id::text);
+        IF v_q.state = 'awaiting_approval' THEN
+            PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
+            IF FOUND THEN
+                PERFORM pg_notify('ledger_request_pending', '');
+            END IF;
         END IF;
     ELSE
         DELETE FROM ledger.queue WHERE id = p_request_id;
@@ -271,7 +299,7 @@ BEGIN
         SET state = 'denied', error_kind = 'approval_denied',
             error = 'approval denied by ' || v_principal || coalesce(': ' || p_note, ''), finished_at = clock_timestamp()
         WHERE id = p_request_id;
-        PERFORM pg_notify('ledger_request_done', p_request_id::text);
+        PERFORM ledger.notify_done(v_req.principal, p_request_id);
     END IF;
 END $$;
 
@@ -287,6 +315,19 @@ CREATE FUNCTION ledger.deny_approval(request_id uuid, note text DEFAULT NULL::te
 BEGIN
     PERFORM ledger.decide_approval(request_id, false, note, NULL);
 END $$;
+
+
+--
+-- Name: done_channel(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.done_channel(p_principal text) RETURNS text
+    LANGUAGE sql STABLE STRICT SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT 'ledger_done_' || left(encode(sha256(s.secret || sha256(s.secret || convert_to(p_principal, 'UTF8'))), 'hex'), 32)
+    FROM ledger.notify_secret s
+$$;
 
 
 --
@@ -351,6 +392,460 @@ BEGIN
         || int8send(length(p)::bigint) || p
         || int8send(length(m)::bigint) || m
         || int8send((extract(epoch FROM recorded_at) * 1000000)::bigint));
+END $$;
+
+
+--
+-- Name: executor_append(uuid[], uuid[], text[], bigint[], text[], text[], text[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.executor_append(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) RETURNS TABLE("position" bigint, hash bytea)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    n   int := cardinality(streams);
+    bad record;
+BEGIN
+    IF n IS NULL OR n = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(claim_requests) IS DISTINCT FROM cardinality(claim_ids)
+       OR cardinality(versions) IS DISTINCT FROM n OR cardinality(types) IS DISTINCT FROM n
+       OR cardinality(payloads) IS DISTINCT FROM n OR cardinality(metadatas) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'ledger.executor_append: the arrays must have matching lengths'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    WITH ev AS (
+        SELECT u.t,
+               CASE WHEN u.s ~ '^request:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN substr(u.s, 9)::uuid
+                    WHEN u.s LIKE 'channel:%' AND u.t = 'channel.message'
+                         AND (u.m::json ->> 'correlation_id') ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN (u.m::json ->> 'correlation_id')::uuid
+               END AS req,
+               min(u.ord) OVER (PARTITION BY u.s) AS first,
+               u.s
+        FROM unnest(streams, types, metadatas) WITH ORDINALITY AS u(s, t, m, ord)
+    ), per_request AS (
+        SELECT ev.req, min(ev.first) AS first, min(ev.s) AS s, array_agg(DISTINCT ev.t) AS types
+        FROM ev GROUP BY ev.req
+    ), checked AS MATERIALIZED (
+        SELECT p.s, p.req, p.first,
+               CASE WHEN p.req IS NULL THEN 'executors write only request:<id> streams and channel.message events'
+                    ELSE ledger.executor_write_check(p.req,
+                             (SELECT k.claim FROM unnest(claim_requests, claim_ids) AS k(req, claim) WHERE k.req = p.req LIMIT 1),
+                             p.types, NULL) END AS why
+        FROM per_request p
+    )
+    SELECT c.s, c.req, c.why INTO bad FROM checked c WHERE c.why IS NOT NULL ORDER BY c.first LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_append: stream % (request %) refused: %', bad.s, coalesce(bad.req::text, 'none'), bad.why
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+
+    SELECT u.s, u.req INTO bad
+    FROM (SELECT s, substr(s, 9)::uuid AS req, p::json AS pj
+          FROM unnest(streams, types, payloads) AS x(s, t, p) WHERE t = 'attestation.signed') u
+    WHERE (u.pj ->> 'request_id') IS DISTINCT FROM u.req::text
+       OR (u.pj ->> 'attestation_digest') IS DISTINCT FROM
+          'sha256:' || encode(sha256(convert_to(u.pj ->> 'envelope', 'UTF8')), 'hex')
+       OR (ledger.attested_statement(u.pj ->> 'envelope') -> 'predicate' ->> 'request_id') IS DISTINCT FROM u.req::text
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_append: the attestation on stream % does not attest request % (request id, envelope digest or statement differ)', bad.s, bad.req
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    RETURN QUERY SELECT * FROM ledger.insert_events(
+        streams,
+        ARRAY(SELECT coalesce(u.v, (SELECT coalesce(max(e.version), 0) FROM ledger.events e WHERE e.stream = u.s)
+                                   + row_number() OVER (PARTITION BY u.s, u.v IS NULL ORDER BY u.ord))
+              FROM unnest(streams, versions) WITH ORDINALITY AS u(s, v, ord) ORDER BY u.ord),
+        types, payloads, metadatas);
+END $_$;
+
+
+--
+-- Name: executor_transition(uuid[], uuid[], text[], boolean[], text[], text[], text[], text[], text[], interval); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.executor_transition(request_ids uuid[], claim_ids uuid[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval DEFAULT NULL::interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    n      int := cardinality(request_ids);
+    v_rows ledger.executor_transition_row[];
+    bad    record;
+BEGIN
+    IF n IS NULL OR n = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(claim_ids) IS DISTINCT FROM n OR cardinality(kinds) IS DISTINCT FROM n
+       OR cardinality(charges) IS DISTINCT FROM n OR cardinality(states) IS DISTINCT FROM n
+       OR cardinality(error_kinds) IS DISTINCT FROM n OR cardinality(errors) IS DISTINCT FROM n
+       OR cardinality(outputs) IS DISTINCT FROM n OR cardinality(tiers) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'ledger.executor_transition: the arrays must have the same length'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (SELECT count(DISTINCT x) FROM unnest(request_ids) AS x) <> n OR array_position(request_ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ledger.executor_transition: request ids must be distinct and not NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF approval_timeout IS NULL AND 'await_approval' = ANY(kinds) THEN
+        RAISE EXCEPTION 'ledger.executor_transition: await_approval needs an approval_timeout'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- Lock the queue rows in id order, as claim, heartbeat and completion do.
+    PERFORM 1 FROM ledger.queue q WHERE q.id = ANY(request_ids) ORDER BY q.id FOR UPDATE;
+
+    WITH checked AS MATERIALIZED (
+        SELECT u.id, u.ord, ledger.executor_write_check(u.id, u.claim, NULL::text[], u.kind) AS why
+        FROM unnest(request_ids, claim_ids, kinds) WITH ORDINALITY AS u(id, claim, kind, ord)
+    )
+    SELECT c.id, c.why INTO bad FROM checked c WHERE c.why IS NOT NULL ORDER BY c.ord LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_transition: request %: %', bad.id, bad.why
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+
+    SELECT array_agg(ROW(u.ord, u.id, u.claim, u.kind, coalesce(u.charge, false), u.state, u.error_kind, u.error,
+                         u.output, u.tier, r.principal, r.run_id, h.version, h.type, h.payload, h.tx_id)::ledger.executor_transition_row
+                     ORDER BY u.ord)
+    INTO v_rows
+    FROM unnest(request_ids, claim_ids, kinds, charges, states, error_kinds, errors, outputs, tiers)
+        WITH ORDINALITY AS u(id, claim, kind, charge, state, error_kind, error, output, tier, ord)
+    JOIN ledger.request_status r ON r.id = u.id
+    LEFT JOIN LATERAL (
+        SELECT e.version, e.type, e.payload, e.tx_id FROM ledger.events e
+        WHERE e.stream = 'request:' || u.id ORDER BY e.version DESC LIMIT 1
+    ) h ON true;
+
+    SELECT t.id, t.kind, t.state, t.head_type, t.head_tx INTO bad
+    FROM unnest(v_rows) t
+    WHERE t.kind IN ('finish', 'attest') AND (
+        t.head_type IS DISTINCT FROM 'attestation.signed' OR t.head_tx IS DISTINCT FROM pg_current_xact_id()
+        OR (t.kind = 'finish' AND (
+            t.state IS NULL OR t.state NOT IN ('succeeded', 'failed', 'denied', 'cancelled')
+            OR (t.state = 'succeeded') <> (t.error_kind IS NULL)
+            OR (ledger.attested_statement(t.head_payload ->> 'envelope') -> 'predicate' ->> 'success')
+               IS DISTINCT FROM (t.state = 'succeeded')::text
+            OR coalesce(ledger.attested_statement(t.head_payload ->> 'envelope') -> 'predicate' ->> 'error_kind', '')
+               <> coalesce(t.error_kind, ''))))
+    ORDER BY t.ord LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_transition: request % cannot %: %', bad.id,
+            CASE WHEN bad.kind = 'finish' THEN 'end ' || coalesce(bad.state, 'NULL') ELSE 'be attested' END,
+            CASE WHEN bad.head_type IS DISTINCT FROM 'attestation.signed' OR bad.head_tx IS DISTINCT FROM pg_current_xact_id()
+                 THEN 'its last event must be an attestation.signed appended by this transaction'
+                 ELSE 'its state and error kind must agree with each other and with its attestation' END
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- Budgets: a started call is charged to its run once.
+    INSERT INTO ledger.runs AS r (principal, run_id, used)
+    SELECT t.principal, t.run_id, count(*)
+    FROM unnest(v_rows) t JOIN ledger.queue q ON q.id = t.id
+    WHERE t.kind = 'start' AND t.charge AND t.run_id IS NOT NULL AND NOT q.charged
+    GROUP BY t.principal, t.run_id
+    ORDER BY t.principal, t.run_id
+    ON CONFLICT ON CONSTRAINT runs_pkey DO UPDATE SET used = r.used + EXCLUDED.used;
+
+    UPDATE ledger.queue q
+    SET stream_version = t.head, started_at = clock_timestamp(), charged = q.charged OR (t.charge AND t.run_id IS NOT NULL)
+    FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'start';
+
+    UPDATE ledger.queue q
+    SET state = 'awaiting_approval', stream_version = t.head, claim_id = NULL, claimed_by = NULL, claimed_role = NULL,
+        lease_expires_at = NULL, approval_expires_at = clock_timestamp() + approval_timeout
+    FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'await_approval';
+
+    UPDATE ledger.queue q
+    SET state = 'pending', stream_version = t.head, claim_id = NULL, claimed_by = NULL, claimed_role = NULL,
+        lease_expires_at = NULL, started_at = NULL, available_at = clock_timestamp()
+    FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'requeue';
+
+    DELETE FROM ledger.queue q USING unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'finish';
+
+    UPDATE ledger.request_status r
+    SET state = CASE t.kind WHEN 'start' THEN 'running' WHEN 'await_approval' THEN 'awaiting_approval'
+                            WHEN 'requeue' THEN 'pending' WHEN 'finish' THEN t.state ELSE r.state END,
+        error_kind = CASE WHEN t.kind = 'finish' THEN t.error_kind ELSE r.error_kind END,
+        error = CASE WHEN t.kind = 'finish' THEN t.error ELSE r.error END,
+        output = CASE WHEN t.kind = 'finish' THEN t.output::jsonb ELSE r.output END,
+        tier = CASE WHEN t.kind = 'finish' THEN t.tier ELSE r.tier END,
+        attestation_digest = CASE WHEN t.kind IN ('finish', 'attest') THEN t.head_payload ->> 'attestation_digest'
+                                  ELSE r.attestation_digest END,
+        finished_at = CASE WHEN t.kind = 'finish' THEN clock_timestamp() ELSE r.finished_at END
+    FROM unnest(v_rows) t WHERE r.id = t.id;
+
+    PERFORM ledger.notify_done(t.principal, t.id) FROM unnest(v_rows) t WHERE t.kind = 'finish';
+END $$;
+
+
+--
+-- Name: executor_write_check(uuid, uuid, text[], text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.executor_write_check(p_request uuid, p_claim uuid, ev_types text[], transition text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    q             record;
+    v_final       boolean;
+    v_attested    boolean;
+    held          boolean := false;
+    lease_gone    boolean := false;
+    approval_gone boolean := false;
+    unattested    boolean := false;
+    t             text;
+    why           text;
+BEGIN
+    SELECT x.state, x.claim_id, x.claimed_role, x.lease_expires_at, x.approval_expires_at, x.started_at
+    INTO q FROM ledger.queue x WHERE x.id = p_request;
+    IF FOUND THEN
+        held := q.state = 'running' AND q.claim_id = p_claim AND q.claimed_role = session_user;
+        lease_gone := q.state = 'running' AND q.claim_id = p_claim AND q.lease_expires_at < clock_timestamp();
+        approval_gone := q.state = 'awaiting_approval' AND q.approval_expires_at < clock_timestamp();
+    ELSE
+        SELECT r.finished_at IS NOT NULL, r.attestation_digest IS NOT NULL INTO v_final, v_attested
+        FROM ledger.request_status r WHERE r.id = p_request;
+        unattested := coalesce(v_final AND NOT v_attested, false);
+    END IF;
+
+    IF transition IS NOT NULL THEN
+        RETURN CASE
+            WHEN transition IN ('start', 'await_approval') AND held AND q.started_at IS NULL THEN NULL
+            WHEN transition = 'requeue' AND lease_gone THEN NULL
+            WHEN transition = 'finish' AND (held OR lease_gone OR approval_gone) THEN NULL
+            WHEN transition = 'attest' AND unattested THEN NULL
+            WHEN transition NOT IN ('start', 'await_approval', 'requeue', 'finish', 'attest') THEN 'unknown transition ' || transition
+            ELSE 'may not ' || transition || ' it: ' || CASE
+                WHEN q.state IS NULL AND v_final IS NULL THEN 'no such request'
+                WHEN q.state IS NULL THEN 'it has ended'
+                WHEN q.state = 'running' AND q.claim_id = p_claim THEN 'the claim is held by login role ' || coalesce(q.claimed_role::text, 'none')
+                WHEN q.state = 'running' THEN 'claim ' || coalesce(p_claim::text, 'NULL') || ' is not its current claim'
+                ELSE 'it is ' || q.state END
+        END;
+    END IF;
+
+    FOREACH t IN ARRAY ev_types LOOP
+        why := CASE
+            WHEN t = 'lease.expired' THEN CASE WHEN lease_gone THEN NULL ELSE 'its lease has not expired under that claim' END
+            WHEN t = 'approval.denied' THEN CASE WHEN approval_gone THEN NULL ELSE 'its approval has not expired' END
+            WHEN t = 'attestation.signed' THEN
+                CASE WHEN held OR lease_gone OR approval_gone OR unattested THEN NULL
+                     ELSE 'the request is not held by the caller, expired, or ended unattested' END
+            WHEN t IN ('policy.decided', 'budget.consumed', 'execution.started', 'approval.requested',
+                       'execution.finished', 'request.cancelled', 'egress.connection', 'capability.used',
+                       'channel.published', 'channel.message') THEN
+                CASE WHEN held THEN NULL ELSE 'the caller''s login role does not hold claim ' || coalesce(p_claim::text, 'NULL') END
+            ELSE 'executors do not write ' || coalesce(t, 'NULL') || ' events'
+        END;
+        IF why IS NOT NULL THEN
+            RETURN coalesce(t, 'NULL') || ': ' || why;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: heartbeat(uuid[], uuid[], interval); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.heartbeat(request_ids uuid[], claim_ids uuid[], lease interval) RETURNS TABLE(id uuid, cancel_requested boolean)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    WITH held AS (
+        SELECT q.id FROM ledger.queue q
+        JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+        WHERE q.id = ANY(request_ids) AND q.claimed_role = session_user
+        ORDER BY q.id
+        FOR UPDATE OF q
+    )
+    UPDATE ledger.queue q SET lease_expires_at = clock_timestamp() + lease
+    FROM held WHERE q.id = held.id
+    RETURNING q.id, q.cancel_requested
+$$;
+
+
+--
+-- Name: insert_events(text[], bigint[], text[], text[], text[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) RETURNS TABLE("position" bigint, hash bytea)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    n int := cardinality(streams);
+    bad record;
+BEGIN
+    IF n IS NULL OR n = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(versions) IS DISTINCT FROM n OR cardinality(types) IS DISTINCT FROM n
+       OR cardinality(payloads) IS DISTINCT FROM n OR cardinality(metadatas) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'ledger.append_events: the five arrays must have the same length'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- Versions within a stream must be consecutive in the batch, and the
+    -- first must follow the stream's stored head.
+    SELECT b.stream, b.first, b.cnt, b.last INTO bad
+    FROM (
+        SELECT s AS stream, min(v) AS first, max(v) AS last, count(*) AS cnt, count(DISTINCT v) AS dcnt
+        FROM unnest(streams, versions) AS u(s, v)
+        GROUP BY s
+    ) b
+    WHERE b.first < 1
+       OR b.last - b.first + 1 <> b.cnt
+       OR b.dcnt <> b.cnt
+       OR (b.first > 1 AND NOT EXISTS (
+            SELECT 1 FROM ledger.events e WHERE e.stream = b.stream AND e.version = b.first - 1))
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.append_events: stream % is not at version %', bad.stream, bad.first - 1
+            USING ERRCODE = 'serialization_failure',
+                  DETAIL = format('stream=%s expected_version=%s', bad.stream, bad.first - 1);
+    END IF;
+
+    RETURN QUERY
+    INSERT INTO ledger.events AS e (stream, version, type, payload, metadata)
+    SELECT u.s, u.v, u.t, u.p::json, u.m::json
+    FROM unnest(streams, versions, types, payloads, metadatas) WITH ORDINALITY AS u(s, v, t, p, m, ord)
+    ORDER BY u.ord
+    RETURNING e.position, e.hash;
+END $$;
+
+
+--
+-- Name: lock_claimed_budgets(uuid[], uuid[], integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.lock_claimed_budgets(request_ids uuid[], claim_ids uuid[], default_max integer) RETURNS TABLE(principal text, run_id text, max_calls integer, used integer, ended boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    INSERT INTO ledger.runs AS r (principal, run_id)
+    SELECT DISTINCT s.principal, s.run_id
+    FROM ledger.queue q
+    JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+    JOIN ledger.request_status s ON s.id = q.id
+    WHERE q.claimed_role = session_user AND s.run_id IS NOT NULL
+    ORDER BY 1, 2
+    ON CONFLICT ON CONSTRAINT runs_pkey DO NOTHING;
+    RETURN QUERY
+    SELECT r.principal, r.run_id, coalesce(r.max_calls, default_max), r.used, r.ended_at IS NOT NULL
+    FROM ledger.runs r
+    WHERE (r.principal, r.run_id) IN (
+        SELECT s.principal, s.run_id
+        FROM ledger.queue q
+        JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+        JOIN ledger.request_status s ON s.id = q.id
+        WHERE q.claimed_role = session_user)
+    ORDER BY r.principal, r.run_id
+    FOR UPDATE OF r;
+END $$;
+
+
+--
+-- Name: lock_claims(uuid[], uuid[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.lock_claims(request_ids uuid[], claim_ids uuid[]) RETURNS TABLE(id uuid, stream_version bigint)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT q.id, q.stream_version FROM ledger.queue q
+    JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+    WHERE q.claimed_role = session_user
+    ORDER BY q.id
+    FOR UPDATE OF q
+$$;
+
+
+--
+-- Name: lock_expired_approvals(integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.lock_expired_approvals(max_rows integer) RETURNS TABLE(id uuid, stream_version bigint, tool text, principal text, run_id text, input_digest bytea)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT q.id, q.stream_version, r.tool, r.principal, coalesce(r.run_id, ''), r.input_digest
+    FROM ledger.queue q JOIN ledger.request_status r ON r.id = q.id
+    WHERE q.state = 'awaiting_approval' AND q.approval_expires_at < clock_timestamp()
+    LIMIT max_rows
+    FOR UPDATE OF q SKIP LOCKED
+$$;
+
+
+--
+-- Name: lock_expired_leases(integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.lock_expired_leases(max_rows integer) RETURNS TABLE(id uuid, claim_id uuid, attempt integer, claimed_by text, stream_version bigint, started boolean, cancel_requested boolean, tool text, principal text, run_id text, input_digest bytea)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT q.id, q.claim_id, q.attempt, q.claimed_by, q.stream_version, q.started_at IS NOT NULL, q.cancel_requested,
+           r.tool, r.principal, coalesce(r.run_id, ''), r.input_digest
+    FROM ledger.queue q JOIN ledger.request_status r ON r.id = q.id
+    WHERE q.state = 'running' AND q.lease_expires_at < clock_timestamp()
+    ORDER BY q.lease_expires_at
+    LIMIT max_rows
+    FOR UPDATE OF q SKIP LOCKED
+$$;
+
+
+--
+-- Name: lock_unattested(integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.lock_unattested(max_rows integer) RETURNS TABLE(id uuid, tool text, principal text, run_id text, state text, error_kind text, error text, input_digest bytea, submitted_at timestamp with time zone, finished_at timestamp with time zone, stream_version bigint)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT r.id, r.tool, r.principal, coalesce(r.run_id, ''), r.state, coalesce(r.error_kind, ''),
+           coalesce(r.error, ''), r.input_digest, r.submitted_at, r.finished_at,
+           (SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'request:' || r.id)
+    FROM ledger.request_status r
+    WHERE r.attestation_digest IS NULL AND r.finished_at IS NOT NULL
+    ORDER BY r.finished_at
+    LIMIT max_rows
+    FOR UPDATE OF r SKIP LOCKED
+$$;
+
+
+--
+-- Name: notify_channel(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.notify_channel() RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT ledger.done_channel(ledger.current_principal())
+$$;
+
+
+--
+-- Name: notify_done(text, uuid); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.notify_done(p_principal text, p_request_id uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pg_notify(ledger.done_channel(p_principal), p_request_id::text);
+    PERFORM pg_notify('ledger_request_done', '');
 END $$;
 
 
@@ -429,6 +924,19 @@ BEGIN
         USING ERRCODE = 'insufficient_privilege',
               HINT = 'append a compensating event instead';
 END $$;
+
+
+--
+-- Name: register_waiter(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.register_waiter(executor text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    INSERT INTO ledger.queue_waiters AS w (executor) VALUES (register_waiter.executor)
+    ON CONFLICT (executor) DO UPDATE SET since = clock_timestamp()
+$$;
 
 
 --
@@ -579,10 +1087,64 @@ BEGIN
 
     PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
     IF FOUND THEN
-        PERFORM pg_notify('ledger_request_pending', v_id::text);
+        PERFORM pg_notify('ledger_request_pending', '');
     END IF;
     RETURN v_id;
 END $_$;
+
+
+--
+-- Name: submit(text, text, text, text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.submit(tool text, input text, run_id text DEFAULT NULL::text, idempotency_key text DEFAULT NULL::text, context text DEFAULT '{}'::text) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_input   jsonb;
+    v_context jsonb;
+BEGIN
+    IF input IS NULL THEN
+        RAISE EXCEPTION 'ledger.submit: input must be a JSON object, got NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- An odd number of backslashes before u0000 is the escape of NUL.
+    IF strpos(input, 'u0000') > 0 AND input ~ '(^|[^\\])(\\\\)*\\u0000' THEN
+        RAISE EXCEPTION 'ledger.submit: input contains \u0000 (NUL), which PostgreSQL cannot store in JSON'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'encode binary data (base64, say) before putting it in a JSON string';
+    END IF;
+    IF context IS NOT NULL AND strpos(context, 'u0000') > 0 AND context ~ '(^|[^\\])(\\\\)*\\u0000' THEN
+        RAISE EXCEPTION 'ledger.submit: context contains \u0000 (NUL), which PostgreSQL cannot store in JSON'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    BEGIN
+        v_input := input::jsonb;
+    EXCEPTION WHEN invalid_text_representation OR untranslatable_character OR character_not_in_repertoire THEN
+        RAISE EXCEPTION 'ledger.submit: input is not valid JSON: %', SQLERRM
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+    BEGIN
+        v_context := context::jsonb;
+    EXCEPTION WHEN invalid_text_representation OR untranslatable_character OR character_not_in_repertoire THEN
+        RAISE EXCEPTION 'ledger.submit: context is not valid JSON: %', SQLERRM
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+    RETURN ledger.submit(tool, v_input, run_id, idempotency_key, v_context);
+END $$;
+
+
+--
+-- Name: unregister_waiter(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.unregister_waiter(executor text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    DELETE FROM ledger.queue_waiters w WHERE w.executor = unregister_waiter.executor
+$$;
 
 
 --
@@ -614,6 +1176,25 @@ ALTER TABLE ledger.events ALTER COLUMN "position" ADD GENERATED ALWAYS AS IDENTI
     NO MAXVALUE
     CACHE 1
 );
+
+
+--
+-- Name: notify_secret; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.notify_secret (
+    id boolean DEFAULT true NOT NULL,
+    secret bytea NOT NULL,
+    CONSTRAINT notify_secret_length CHECK ((octet_length(secret) >= 32)),
+    CONSTRAINT notify_secret_one_row CHECK (id)
+);
+
+
+--
+-- Name: TABLE notify_secret; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.notify_secret IS 'Secret from which each principal''s completion channel name is derived.';
 
 
 --
@@ -691,6 +1272,7 @@ CREATE TABLE ledger.queue (
     approved_digest bytea,
     approval_expires_at timestamp with time zone,
     charged boolean DEFAULT false NOT NULL,
+    claimed_role name,
     CONSTRAINT queue_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'awaiting_approval'::text, 'running'::text])))
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='500', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='1000', autovacuum_analyze_scale_factor='0', autovacuum_analyze_threshold='1000', autovacuum_vacuum_cost_delay='0');
@@ -839,6 +1421,14 @@ CREATE TABLE public.execledger_schema_version (
 
 ALTER TABLE ONLY ledger.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (stream, version);
+
+
+--
+-- Name: notify_secret notify_secret_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.notify_secret
+    ADD CONSTRAINT notify_secret_pkey PRIMARY KEY (id);
 
 
 --
@@ -1001,13 +1591,6 @@ CREATE POLICY request_status_all ON ledger.request_status FOR SELECT TO ledger_a
 
 
 --
--- Name: request_status request_status_executor_update; Type: POLICY; Schema: ledger; Owner: -
---
-
-CREATE POLICY request_status_executor_update ON ledger.request_status FOR UPDATE TO ledger_executor USING (true) WITH CHECK (true);
-
-
---
 -- Name: request_status request_status_own; Type: POLICY; Schema: ledger; Owner: -
 --
 
@@ -1040,6 +1623,13 @@ GRANT ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], ty
 
 REVOKE ALL ON FUNCTION ledger.approve(request_id uuid, note text, input_digest text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.approve(request_id uuid, note text, input_digest text) TO ledger_approver;
+
+
+--
+-- Name: FUNCTION attested_statement(envelope text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.attested_statement(envelope text) FROM PUBLIC;
 
 
 --
@@ -1087,12 +1677,116 @@ GRANT ALL ON FUNCTION ledger.deny_approval(request_id uuid, note text) TO ledger
 
 
 --
+-- Name: FUNCTION done_channel(p_principal text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.done_channel(p_principal text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION end_run(run_id text, reason text); Type: ACL; Schema: ledger; Owner: -
 --
 
 REVOKE ALL ON FUNCTION ledger.end_run(run_id text, reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.end_run(run_id text, reason text) TO ledger_submitter;
 GRANT ALL ON FUNCTION ledger.end_run(run_id text, reason text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION executor_append(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.executor_append(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.executor_append(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION executor_transition(request_ids uuid[], claim_ids uuid[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.executor_transition(request_ids uuid[], claim_ids uuid[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.executor_transition(request_ids uuid[], claim_ids uuid[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION executor_write_check(p_request uuid, p_claim uuid, ev_types text[], transition text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.executor_write_check(p_request uuid, p_claim uuid, ev_types text[], transition text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION heartbeat(request_ids uuid[], claim_ids uuid[], lease interval); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.heartbeat(request_ids uuid[], claim_ids uuid[], lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.heartbeat(request_ids uuid[], claim_ids uuid[], lease interval) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION lock_claimed_budgets(request_ids uuid[], claim_ids uuid[], default_max integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.lock_claimed_budgets(request_ids uuid[], claim_ids uuid[], default_max integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.lock_claimed_budgets(request_ids uuid[], claim_ids uuid[], default_max integer) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION lock_claims(request_ids uuid[], claim_ids uuid[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.lock_claims(request_ids uuid[], claim_ids uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.lock_claims(request_ids uuid[], claim_ids uuid[]) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION lock_expired_approvals(max_rows integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.lock_expired_approvals(max_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.lock_expired_approvals(max_rows integer) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION lock_expired_leases(max_rows integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.lock_expired_leases(max_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.lock_expired_leases(max_rows integer) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION lock_unattested(max_rows integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.lock_unattested(max_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.lock_unattested(max_rows integer) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION notify_channel(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.notify_channel() FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.notify_channel() TO ledger_submitter;
+GRANT ALL ON FUNCTION ledger.notify_channel() TO ledger_approver;
+GRANT ALL ON FUNCTION ledger.notify_channel() TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.notify_channel() TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.notify_channel() TO ledger_admin;
+
+
+--
+-- Name: FUNCTION notify_done(p_principal text, p_request_id uuid); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.notify_done(p_principal text, p_request_id uuid) FROM PUBLIC;
 
 
 --
@@ -1122,6 +1816,14 @@ REVOKE ALL ON FUNCTION ledger.refuse_change() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION register_waiter(executor text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.register_waiter(executor text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.register_waiter(executor text) TO ledger_executor;
+
+
+--
 -- Name: FUNCTION set_run_budget(run_id text, max_calls integer); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -1137,6 +1839,23 @@ GRANT ALL ON FUNCTION ledger.set_run_budget(run_id text, max_calls integer) TO l
 REVOKE ALL ON FUNCTION ledger.submit(tool text, input jsonb, run_id text, idempotency_key text, context jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.submit(tool text, input jsonb, run_id text, idempotency_key text, context jsonb) TO ledger_submitter;
 GRANT ALL ON FUNCTION ledger.submit(tool text, input jsonb, run_id text, idempotency_key text, context jsonb) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION submit(tool text, input text, run_id text, idempotency_key text, context text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.submit(tool text, input text, run_id text, idempotency_key text, context text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.submit(tool text, input text, run_id text, idempotency_key text, context text) TO ledger_submitter;
+GRANT ALL ON FUNCTION ledger.submit(tool text, input text, run_id text, idempotency_key text, context text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION unregister_waiter(executor text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.unregister_waiter(executor text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.unregister_waiter(executor text) TO ledger_executor;
 
 
 --
@@ -1168,7 +1887,7 @@ GRANT SELECT ON TABLE ledger.processes TO ledger_admin;
 -- Name: TABLE queue; Type: ACL; Schema: ledger; Owner: -
 --
 
-GRANT SELECT,DELETE,UPDATE ON TABLE ledger.queue TO ledger_executor;
+GRANT SELECT ON TABLE ledger.queue TO ledger_executor;
 GRANT SELECT ON TABLE ledger.queue TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.queue TO ledger_admin;
 
@@ -1177,7 +1896,7 @@ GRANT SELECT ON TABLE ledger.queue TO ledger_admin;
 -- Name: TABLE queue_waiters; Type: ACL; Schema: ledger; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE ON TABLE ledger.queue_waiters TO ledger_executor;
+GRANT SELECT ON TABLE ledger.queue_waiters TO ledger_executor;
 
 
 --
@@ -1186,7 +1905,7 @@ GRANT SELECT,INSERT,DELETE ON TABLE ledger.queue_waiters TO ledger_executor;
 
 GRANT SELECT ON TABLE ledger.request_status TO ledger_submitter;
 GRANT SELECT ON TABLE ledger.request_status TO ledger_approver;
-GRANT SELECT,UPDATE ON TABLE ledger.request_status TO ledger_executor;
+GRANT SELECT ON TABLE ledger.request_status TO ledger_executor;
 GRANT SELECT ON TABLE ledger.request_status TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.request_status TO ledger_admin;
 
@@ -1206,7 +1925,7 @@ GRANT SELECT ON TABLE ledger.requests TO ledger_admin;
 -- Name: TABLE runs; Type: ACL; Schema: ledger; Owner: -
 --
 
-GRANT SELECT,INSERT,UPDATE ON TABLE ledger.runs TO ledger_executor;
+GRANT SELECT ON TABLE ledger.runs TO ledger_executor;
 GRANT SELECT ON TABLE ledger.runs TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.runs TO ledger_admin;
 
@@ -1218,6 +1937,17 @@ GRANT SELECT ON TABLE ledger.runs TO ledger_admin;
 GRANT SELECT,INSERT,UPDATE ON TABLE ledger.skill_storage TO ledger_executor;
 GRANT SELECT ON TABLE ledger.skill_storage TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.skill_storage TO ledger_admin;
+
+
+--
+-- Name: TABLE execledger_schema_version; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_submitter;
+GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_approver;
+GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_executor;
+GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_auditor;
+GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_admin;
 
 
 --

@@ -3,8 +3,8 @@ package executor
 import (
 	"context"
 	"fmt"
-	"sort"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/execledger/execledger/internal/policy"
@@ -65,35 +65,17 @@ type budget struct {
 // lockBudgets creates the missing budget rows of the jobs' runs and locks
 // them all, in key order so that concurrent claimers cannot deadlock.
 func (e *Executor) lockBudgets(ctx context.Context, tx pgx.Tx, jobs []*job) (map[runKey]*budget, error) {
-	keys := map[runKey]bool{}
+	out := map[runKey]*budget{}
+	var ids, claims []uuid.UUID
 	for _, j := range jobs {
 		if j.runID != "" {
-			keys[runKey{j.principal, j.runID}] = true
+			ids, claims = append(ids, j.id), append(claims, j.claimID)
 		}
 	}
-	out := map[runKey]*budget{}
-	if len(keys) == 0 {
+	if len(ids) == 0 {
 		return out, nil
 	}
-	sorted := make([]runKey, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Slice(sorted, func(a, b int) bool {
-		if sorted[a].principal != sorted[b].principal {
-			return sorted[a].principal < sorted[b].principal
-		}
-		return sorted[a].runID < sorted[b].runID
-	})
-	principals := make([]string, len(sorted))
-	runs := make([]string, len(sorted))
-	for i, k := range sorted {
-		principals[i], runs[i] = k.principal, k.runID
-	}
-	if _, err := tx.Exec(ctx, queryCreateBudgets, principals, runs); err != nil {
-		return nil, fmt.Errorf("create budgets: %w", err)
-	}
-	rows, err := tx.Query(ctx, queryLockBudgets, principals, runs, e.cfg.DefaultMaxCallsPerRun)
+	rows, err := tx.Query(ctx, queryLockBudgets, ids, claims, e.cfg.DefaultMaxCallsPerRun)
 	if err != nil {
 		return nil, fmt.Errorf("lock budgets: %w", err)
 	}
@@ -110,7 +92,7 @@ func (e *Executor) lockBudgets(ctx context.Context, tx pgx.Tx, jobs []*job) (map
 }
 
 // authorize runs Palyra's gate for one job, in order: input shape and caps,
-// budget, policy, support, approval. Every stage's decision is recorded.
+// budget, support, policy, the tool's input check, approval. Every stage's decision is recorded.
 func (e *Executor) authorize(j *job, budgets map[runKey]*budget) gate {
 	deny := func(stage, kind, reason, msg string) gate {
 		return gate{verdict: verdictDeny, errorKind: kind, message: msg, stage: stage,
@@ -132,6 +114,12 @@ func (e *Executor) authorize(j *job, budgets map[runKey]*budget) gate {
 				fmt.Sprintf("budget exhausted for run %s: %d of %d calls used", j.runID, b.used, b.max))
 		}
 	}
+	// A tool this executor does not run is unsupported whatever the
+	// policy says: checked before Cedar, so that the denial names the
+	// real cause rather than the absence of a permit.
+	if j.impl == nil {
+		return deny("support", string(ledger.KindPolicyDenied), "tool.unsupported", fmt.Sprintf("tool %q is not supported by this executor", j.tool))
+	}
 	d := e.policy.Authorize(policy.Request{
 		Principal: j.principal, Tool: j.tool, Channel: j.context.Channel, Device: j.context.Device,
 		Session: j.context.Session, RunID: j.runID, Sensitive: e.sensitive[j.tool],
@@ -139,11 +127,6 @@ func (e *Executor) authorize(j *job, budgets map[runKey]*budget) gate {
 	if !d.Allowed {
 		g := deny("policy", string(ledger.KindPolicyDenied), d.ReasonCode, "denied by policy: "+d.ReasonCode)
 		g.decision = d
-		return g
-	}
-	if j.impl == nil {
-		g := deny("support", string(ledger.KindPolicyDenied), "tool.unsupported", fmt.Sprintf("tool %q is not supported by this executor", j.tool))
-		g.decision.DeterminingPolicies = d.DeterminingPolicies
 		return g
 	}
 	if err := j.impl.Validate(j.input); err != nil {

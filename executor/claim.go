@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/execledger/execledger/ledger"
@@ -34,17 +33,11 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 	}
 	now := time.Now()
 	var (
-		batch            []ledger.StreamAppend
-		startIDs         []uuid.UUID
-		startVers        []int64
-		startCharge      []bool
-		awaitIDs         []uuid.UUID
-		awaitVers        []int64
-		chargeP, chargeR []string
-		fin              finishBatch
-		toRun            []*job
-		deniedTools      []string
-		deniedSubmitted  []time.Time
+		w               writes
+		toRun           []*job
+		deniedTools     []string
+		deniedKinds     []string
+		deniedSubmitted []time.Time
 	)
 	for _, j := range jobs {
 		g := e.authorize(j, budgets)
@@ -63,14 +56,16 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 			}
 			sa.Events = append(sa.Events, a.event)
 			j.next()
-			fin.add(j.id, "denied", res, "", a.digest)
-			deniedTools, deniedSubmitted = append(deniedTools, j.tool), append(deniedSubmitted, j.submittedAt)
+			w.finish(j.id, j.claimID, "denied", res, "")
+			deniedTools, deniedKinds = append(deniedTools, j.tool), append(deniedKinds, res.ErrorKind)
+			deniedSubmitted = append(deniedSubmitted, j.submittedAt)
 		case verdictAwaitApproval:
 			sa.Events = append(sa.Events, ledger.NewEvent{Type: "approval.requested", Payload: map[string]any{
 				"request_id": j.id, "tool": j.tool, "input_digest": "sha256:" + hex.EncodeToString(j.inputDigest),
 				"expires_in_ms": e.cfg.ApprovalTimeout.Milliseconds(), "reason": "tool is marked sensitive",
 			}, Metadata: e.meta(j)})
-			awaitIDs, awaitVers = append(awaitIDs, j.id), append(awaitVers, j.next())
+			j.next()
+			w.transition(j.id, j.claimID, transAwaitApproval, false)
 		case verdictRun:
 			if g.charge {
 				b := budgets[runKey{j.principal, j.runID}]
@@ -78,37 +73,19 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 					"request_id": j.id, "run_id": j.runID, "principal": j.principal, "used": b.used, "max_calls": b.max,
 				}, Metadata: e.meta(j)})
 				j.next()
-				chargeP, chargeR = append(chargeP, j.principal), append(chargeR, j.runID)
 			}
 			sa.Events = append(sa.Events, ledger.NewEvent{Type: "execution.started", Payload: map[string]any{
 				"request_id": j.id, "attempt": j.attempt, "executor": j.impl.Executor(), "tier": j.impl.Tier(),
 				"timeout_ms": e.cfg.ToolTimeout.Milliseconds(),
 			}, Metadata: e.meta(j)})
-			startIDs, startVers, startCharge = append(startIDs, j.id), append(startVers, j.next()), append(startCharge, g.charge)
+			j.next()
+			w.transition(j.id, j.claimID, transStart, g.charge)
 			toRun = append(toRun, j)
 		}
-		batch = append(batch, sa)
+		w.events(j.id, j.claimID, sa)
 	}
-	if _, err := e.store.AppendBatch(ctx, tx, batch); err != nil {
-		return 0, err
-	}
-	if len(chargeP) > 0 {
-		if _, err := tx.Exec(ctx, queryChargeBudgets, chargeP, chargeR); err != nil {
-			return 0, fmt.Errorf("charge budgets: %w", err)
-		}
-	}
-	if len(startIDs) > 0 {
-		if _, err := tx.Exec(ctx, queryStartJobs, startIDs, startVers, startCharge); err != nil {
-			return 0, fmt.Errorf("start: %w", err)
-		}
-	}
-	if len(awaitIDs) > 0 {
-		if _, err := tx.Exec(ctx, queryAwaitApproval, awaitIDs, awaitVers, e.cfg.ApprovalTimeout.String()); err != nil {
-			return 0, fmt.Errorf("await approval: %w", err)
-		}
-	}
-	if err := fin.exec(ctx, tx); err != nil {
-		return 0, err
+	if err := w.exec(ctx, tx, e.store, e.cfg.ApprovalTimeout); err != nil {
+		return 0, fmt.Errorf("claim: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("commit claim: %w", err)
@@ -121,8 +98,8 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 		}
 		e.metrics.decide(decision, j.decision.ReasonCode)
 	}
-	for i := range fin.ids {
-		e.metrics.finish(e, deniedTools[i], "denied", *fin.kinds[i], deniedSubmitted[i])
+	for i := range deniedTools {
+		e.metrics.finish(e, deniedTools[i], "denied", deniedKinds[i], deniedSubmitted[i])
 	}
 	for _, j := range toRun {
 		e.start(j)
@@ -192,42 +169,4 @@ func (e *Executor) decisionEvent(j *job, g gate) ledger.NewEvent {
 		p["message"] = g.message
 	}
 	return ledger.NewEvent{Type: "policy.decided", Payload: p, Metadata: e.meta(j)}
-}
-
-// finishBatch collects requests that end in one transaction.
-type finishBatch struct {
-	ids                                          []uuid.UUID
-	states, kinds, msgs, outputs, tiers, digests []*string
-}
-
-func strp(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func (f *finishBatch) add(id uuid.UUID, state string, res Result, tier, digest string) {
-	f.ids = append(f.ids, id)
-	f.states = append(f.states, &state)
-	f.kinds = append(f.kinds, strp(res.ErrorKind))
-	f.msgs = append(f.msgs, strp(res.Error))
-	var out *string
-	if len(res.Output) > 0 {
-		s := string(res.Output)
-		out = &s
-	}
-	f.outputs = append(f.outputs, out)
-	f.tiers = append(f.tiers, strp(tier))
-	f.digests = append(f.digests, strp(digest))
-}
-
-func (f *finishBatch) exec(ctx context.Context, tx pgx.Tx) error {
-	if len(f.ids) == 0 {
-		return nil
-	}
-	if _, err := tx.Exec(ctx, queryFinish, f.ids, f.states, f.kinds, f.msgs, f.outputs, f.tiers, f.digests); err != nil {
-		return fmt.Errorf("finish: %w", err)
-	}
-	return nil
 }

@@ -104,11 +104,7 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	var appends []ledger.StreamAppend
-	// others are events tools address to other streams (channel:<name>),
-	// appended after the requests' own.
-	var others []ledger.StreamAppend
-	var fin finishBatch
+	var w writes
 	for _, o := range batch {
 		j, res := o.job, o.result
 		v, ok := held[j.id]
@@ -135,9 +131,12 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 			finished["output"] = nil
 		}
 		events := make([]ledger.NewEvent, 0, len(res.Events)+3)
+		var others []ledger.StreamAppend
 		for _, ev := range res.Events {
 			ne := ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: e.meta(j)}
 			if ev.Stream != "" {
+				// Events a tool addresses to other streams (channel:<name>)
+				// take their streams' next versions.
 				others = append(others, ledger.StreamAppend{Stream: ev.Stream, Expected: ledger.AnyVersion, Events: []ledger.NewEvent{ne}})
 				continue
 			}
@@ -149,29 +148,22 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 				"request_id": j.id, "reason": res.Error, "previous_state": "running"}, Metadata: e.meta(j)})
 		}
 		events = append(events, a.event)
-		appends = append(appends, ledger.StreamAppend{Stream: j.stream(), Expected: j.version, Events: events})
-		fin.add(j.id, state, res, j.impl.Tier(), a.digest)
+		w.events(j.id, j.claimID, ledger.StreamAppend{Stream: j.stream(), Expected: j.version, Events: events})
+		for _, sa := range others {
+			w.other(sa)
+		}
+		w.finish(j.id, j.claimID, state, res, j.impl.Tier())
 	}
-	if len(appends) == 0 {
+	if w.finished == 0 {
 		return tx.Commit(ctx)
 	}
-	if _, err := e.store.AppendBatch(ctx, tx, appends); err != nil {
-		return err
-	}
-	// One stream at a time: AnyVersion reads each head, so two events for
-	// one stream in one statement would claim the same version.
-	for _, o := range others {
-		if _, err := e.store.AppendBatch(ctx, tx, []ledger.StreamAppend{o}); err != nil {
-			return err
-		}
-	}
-	if err := fin.exec(ctx, tx); err != nil {
+	if err := w.exec(ctx, tx, e.store, e.cfg.ApprovalTimeout); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
-	e.metrics.completed(len(fin.ids))
+	e.metrics.completed(w.finished)
 	for _, o := range batch {
 		if _, ok := held[o.job.id]; ok {
 			e.metrics.finish(e, o.job.tool, stateOf(o.result), o.result.ErrorKind, o.job.submittedAt)

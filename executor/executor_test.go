@@ -40,6 +40,7 @@ type env struct {
 	carol    *ledger.Client // an approver
 	aliceSQL *testdb.Role
 	carolSQL *testdb.Role
+	execSQL  *testdb.Role // the executor's login role
 	pub      ed25519.PublicKey
 	exec     *Executor
 	stop     func()
@@ -78,11 +79,15 @@ func setup(t *testing.T, mutate func(*Config), extra ...Tool) *env {
 		mutate(&cfg)
 	}
 	tools := append([]Tool{Echo{}, Sleep{}}, extra...)
-	x, err := New(db.Pool, cfg, pol, attest.NewSigner(priv), slog.New(slog.DiscardHandler), tools...)
+	// The executor runs as a login role holding ledger_executor and
+	// nothing else, as the README documents: every test exercises that
+	// boundary.
+	execRole := db.LoginRole(t, "", "ledger_executor")
+	x, err := New(execRole.Pool, cfg, pol, attest.NewSigner(priv), slog.New(slog.DiscardHandler), tools...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, aliceSQL: aliceRole, carolSQL: carolRole, pub: pub, exec: x,
+	e := &env{db: db, aliceSQL: aliceRole, carolSQL: carolRole, execSQL: execRole, pub: pub, exec: x,
 		alice: ledger.NewClient(aliceRole.Pool), bob: ledger.NewClient(bobRole.Pool), carol: ledger.NewClient(carolRole.Pool)}
 	for _, c := range []*ledger.Client{e.alice, e.bob, e.carol} {
 		t.Cleanup(c.Close)
@@ -241,7 +246,7 @@ func TestEchoSucceedsAndIsAttested(t *testing.T) {
 
 func TestDenialsAreRecordedAndAttested(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, nil, &flaky{})
 	big := strings.Repeat("x", 17<<10)
 	cases := []struct {
 		name   string
@@ -251,8 +256,10 @@ func TestDenialsAreRecordedAndAttested(t *testing.T) {
 		reason string
 	}{
 		{"forbidden by policy", e.bob, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"}}, ledger.KindPolicyDenied, "policy.deny"},
-		{"no permit", e.bob, ledger.SubmitParams{Tool: "process.run", Input: map[string]any{}}, ledger.KindPolicyDenied, "policy.baseline_deny"},
+		{"no permit", e.bob, ledger.SubmitParams{Tool: "test.unsafe", Input: map[string]any{}}, ledger.KindPolicyDenied, "policy.baseline_deny"},
 		{"unknown tool", e.alice, ledger.SubmitParams{Tool: "no.such", Input: map[string]any{}}, ledger.KindPolicyDenied, "tool.unsupported"},
+		// The tool is checked before Cedar: no permit is not the reason.
+		{"unknown tool, no permit either", e.bob, ledger.SubmitParams{Tool: "process.run", Input: map[string]any{}}, ledger.KindPolicyDenied, "tool.unsupported"},
 		{"over the echo cap", e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": big}}, ledger.KindInvalidInput, "quota/tool_input_too_large"},
 		{"echo text too long", e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": strings.Repeat("é", EchoMaxText+1)}}, ledger.KindInvalidInput, "tool.invalid_input"},
 		{"echo unknown field", e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x", "extra": 1}}, ledger.KindInvalidInput, "tool.invalid_input"},
@@ -536,6 +543,9 @@ func TestRescue(t *testing.T) {
 	e := setup(t, nil, unsafe)
 	e.stop() // the ghost claims; this executor only rescues
 	ctx := context.Background()
+	// The rescuer is another executor login: an expired lease is any
+	// executor's to settle, whoever claimed it.
+	rescuerRole := e.db.LoginRole(t, "", "ledger_executor")
 
 	for _, tc := range []struct {
 		tool    string
@@ -553,7 +563,7 @@ func TestRescue(t *testing.T) {
 			t.Fatalf("ghost claimed %s, not %s", got, id)
 		}
 		before := unsafe.runs.Load()
-		x, err := New(e.db.Pool, Config{Label: "rescuer", RescueInterval: 50 * time.Millisecond, PollInterval: 100 * time.Millisecond},
+		x, err := New(rescuerRole.Pool, Config{Label: "rescuer", RescueInterval: 50 * time.Millisecond, PollInterval: 100 * time.Millisecond},
 			e.exec.policy, e.exec.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{}, unsafe)
 		if err != nil {
 			t.Fatal(err)
@@ -594,7 +604,7 @@ func TestHeartbeatKeepsLongCallsClaimed(t *testing.T) {
 func TestExecutorsNeverShareAClaim(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
-	second, err := New(e.db.Pool, Config{Label: "exec-second"}, e.exec.policy, e.exec.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{})
+	second, err := New(e.db.LoginRole(t, "", "ledger_executor").Pool, Config{Label: "exec-second"}, e.exec.policy, e.exec.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,10 +159,9 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	now := time.Now()
-	var appends []ledger.StreamAppend
-	var requeueIDs []uuid.UUID
-	var requeueVers []int64
-	var fin finishBatch
+	var w writes
+	var requeued int
+	var kinds []string
 	for _, x := range list {
 		impl := e.tools[x.tool]
 		safe := impl != nil && impl.SafeToRepeat()
@@ -184,8 +183,9 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 			Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: x.id.String()},
 		}}}
 		if action == "requeued" {
-			requeueIDs, requeueVers = append(requeueIDs, x.id), append(requeueVers, x.version+1)
-			appends = append(appends, sa)
+			w.events(x.id, x.claimID, sa)
+			w.transition(x.id, x.claimID, transRequeue, false)
+			requeued++
 			continue
 		}
 		res := failure("outcome_unknown", fmt.Sprintf("executor %s stopped after %s started; %s is not safe to repeat", by, x.tool, x.tool))
@@ -204,30 +204,23 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		sa.Events = append(sa.Events, a.event)
-		appends = append(appends, sa)
-		fin.add(x.id, state, res, tier, a.digest)
+		w.events(x.id, x.claimID, sa)
+		w.finish(x.id, x.claimID, state, res, tier)
+		kinds = append(kinds, res.ErrorKind)
 	}
-	if _, err := e.store.AppendBatch(ctx, tx, appends); err != nil {
-		return 0, err
-	}
-	if len(requeueIDs) > 0 {
-		if _, err := tx.Exec(ctx, queryRequeue, requeueIDs, requeueVers); err != nil {
-			return 0, fmt.Errorf("requeue: %w", err)
-		}
-	}
-	if err := fin.exec(ctx, tx); err != nil {
-		return 0, err
+	if err := w.exec(ctx, tx, e.store, e.cfg.ApprovalTimeout); err != nil {
+		return 0, fmt.Errorf("rescue: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
-	for range requeueIDs {
+	for range requeued {
 		e.metrics.rescued("requeued")
 	}
-	for i := range fin.ids {
-		e.metrics.rescued(*fin.kinds[i])
+	for _, k := range kinds {
+		e.metrics.rescued(k)
 	}
-	if len(requeueIDs) > 0 {
+	if requeued > 0 {
 		e.poke()
 	}
 	return len(list), nil
@@ -263,8 +256,7 @@ func (e *Executor) expireApprovals(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	now := time.Now()
-	var appends []ledger.StreamAppend
-	var fin finishBatch
+	var wr writes
 	for _, w := range list {
 		res := failure("approval_denied", fmt.Sprintf("no approval within %s", e.cfg.ApprovalTimeout))
 		a, err := e.sign(attestationInput{requestID: w.id, tool: w.tool, principal: w.principal, runID: w.runID,
@@ -273,18 +265,16 @@ func (e *Executor) expireApprovals(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		appends = append(appends, ledger.StreamAppend{Stream: "request:" + w.id.String(), Expected: w.version, Events: []ledger.NewEvent{
+		// No claim: an expired approval is anyone's to settle.
+		wr.events(w.id, uuid.Nil, ledger.StreamAppend{Stream: "request:" + w.id.String(), Expected: w.version, Events: []ledger.NewEvent{
 			{Type: "approval.denied", Payload: map[string]any{"request_id": w.id, "reason": "expired",
 				"timeout_ms": e.cfg.ApprovalTimeout.Milliseconds()}, Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: w.id.String()}},
 			a.event,
 		}})
-		fin.add(w.id, "denied", res, "", a.digest)
+		wr.finish(w.id, uuid.Nil, "denied", res, "")
 	}
-	if _, err := e.store.AppendBatch(ctx, tx, appends); err != nil {
-		return 0, err
-	}
-	if err := fin.exec(ctx, tx); err != nil {
-		return 0, err
+	if err := wr.exec(ctx, tx, e.store, e.cfg.ApprovalTimeout); err != nil {
+		return 0, fmt.Errorf("expire approvals: %w", err)
 	}
 	return len(list), tx.Commit(ctx)
 }
@@ -322,9 +312,7 @@ func (e *Executor) attestEnded(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil || len(list) == 0 {
 		return 0, err
 	}
-	var appends []ledger.StreamAppend
-	ids := make([]uuid.UUID, 0, len(list))
-	digests := make([]string, 0, len(list))
+	var w writes
 	for _, x := range list {
 		reason := "request.cancelled"
 		if x.kind == "approval_denied" {
@@ -336,15 +324,12 @@ func (e *Executor) attestEnded(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		appends = append(appends, ledger.StreamAppend{Stream: "request:" + x.id.String(), Expected: x.version,
+		w.events(x.id, uuid.Nil, ledger.StreamAppend{Stream: "request:" + x.id.String(), Expected: x.version,
 			Events: []ledger.NewEvent{a.event}})
-		ids, digests = append(ids, x.id), append(digests, a.digest)
+		w.transition(x.id, uuid.Nil, transAttest, false)
 	}
-	if _, err := e.store.AppendBatch(ctx, tx, appends); err != nil {
-		return 0, err
-	}
-	if _, err := tx.Exec(ctx, querySetAttestation, ids, digests); err != nil {
-		return 0, err
+	if err := w.exec(ctx, tx, e.store, e.cfg.ApprovalTimeout); err != nil {
+		return 0, fmt.Errorf("attest: %w", err)
 	}
 	return len(list), tx.Commit(ctx)
 }

@@ -18,10 +18,13 @@ const (
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
-// listen wakes the fetch loop on ledger_request_pending and cancels local
-// calls on ledger_request_cancel, reconnecting after failures. Missed
+// listen wakes the fetch loop on ledger_request_pending and, on
+// ledger_request_cancel, reads the cancellation flags of the claims this
+// executor holds, reconnecting after failures. A notification is a hint,
+// never an authority: anyone who can connect may send one, so only the
+// flag ledger.cancel sets (after its own checks) stops a call. Missed
 // notifications are covered by polling and by the heartbeat, which also
-// reads cancellation flags.
+// reads the flags.
 func (e *Executor) listen(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -56,11 +59,39 @@ func (e *Executor) listenOnce(ctx context.Context) error {
 		case channelPending:
 			e.poke()
 		case channelCancel:
-			if id, err := uuid.Parse(n.Payload); err == nil {
-				e.cancelJob(id, errCancelled)
+			if err := e.readCancelFlags(ctx); err != nil && ctx.Err() == nil {
+				e.logger.Warn("read cancellation flags", slog.Any("error", err))
 			}
 		}
 	}
+}
+
+// readCancelFlags cancels the local calls whose requests ledger.cancel has
+// flagged.
+func (e *Executor) readCancelFlags(ctx context.Context) error {
+	e.mu.Lock()
+	ids := make([]uuid.UUID, 0, len(e.inflight))
+	claims := make([]uuid.UUID, 0, len(e.inflight))
+	for _, j := range e.inflight {
+		ids, claims = append(ids, j.id), append(claims, j.claimID)
+	}
+	e.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := e.pool.Query(ctx, queryCancelFlags, ids, claims)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		e.cancelJob(id, errCancelled)
+	}
+	return rows.Err()
 }
 
 // cancelJob stops a local call, if this executor runs it.

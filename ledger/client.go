@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// ChannelRequestDone is the NOTIFY channel a request's id is sent on when it
-// reaches a final state.
+// ChannelRequestDone is a NOTIFY channel woken, with an empty payload, when
+// any request reaches a final state. A principal's request ids are sent on
+// its own channel instead, whose name ledger.notify_channel() returns: a
+// shared channel would show every listener every principal's ids.
 const ChannelRequestDone = "ledger_request_done"
 
 // Client calls the ledger's SQL API. Every call acts as the principal the
@@ -28,7 +31,7 @@ type Client struct {
 
 // NewClient returns a Client over pool. Close it to stop its listener.
 func NewClient(pool *pgxpool.Pool) *Client {
-	return &Client{pool: pool, listener: newListener(pool.Config().ConnConfig, ChannelRequestDone), recheck: time.Second}
+	return &Client{pool: pool, listener: newListener(pool.Config().ConnConfig, ""), recheck: time.Second}
 }
 
 // Close stops the listener Await uses. It does not close the pool.
@@ -50,6 +53,9 @@ func Submit(ctx context.Context, db DBTX, p SubmitParams) (uuid.UUID, error) {
 	reqCtx, err := json.Marshal(p.Context)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("ledger: submit: %w: context: %v", ErrInvalidInput, err)
+	}
+	if hasNUL(input) || hasNUL(reqCtx) {
+		return uuid.Nil, fmt.Errorf("ledger: submit: %w: input contains \\u0000 (NUL), which PostgreSQL cannot store in JSON", ErrInvalidInput)
 	}
 	var id uuid.UUID
 	err = db.QueryRow(ctx, querySubmit, p.Tool, string(input), nullable(p.RunID), nullable(p.IdempotencyKey), string(reqCtx)).Scan(&id)
@@ -87,7 +93,9 @@ func (c *Client) Get(ctx context.Context, id uuid.UUID) (*Request, error) {
 }
 
 // Await waits until the request reaches a final state and returns it. It
-// listens on ChannelRequestDone and also re-reads the request every second,
+// listens on the principal's own completion channel (ledger.notify_channel;
+// ChannelRequestDone for a login role with no principal, where every
+// completion wakes it) and also re-reads the request every second,
 // so a lost notification delays it by at most that. It returns the
 // context's error (wrapped) when ctx ends first, and ErrNotFound at once for
 // a request the caller cannot see.
@@ -135,6 +143,26 @@ func marshalObject(v any) ([]byte, error) {
 		return nil, errors.New("input is not a JSON object")
 	}
 	return b, nil
+}
+
+// hasNUL reports whether JSON text b holds the escape \u0000: a u0000
+// after an odd number of backslashes (an even number escapes backslashes).
+func hasNUL(b []byte) bool {
+	for i := 0; ; {
+		k := bytes.Index(b[i:], []byte("u0000"))
+		if k < 0 {
+			return false
+		}
+		at := i + k
+		n := 0
+		for j := at - 1; j >= 0 && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 1 {
+			return true
+		}
+		i = at + 1
+	}
 }
 
 func nullable(s string) *string {

@@ -9,7 +9,10 @@ import (
 )
 
 // listener holds one connection that LISTENs on a channel and wakes the
-// subscribers of each payload. It connects on the first subscription and
+// subscribers of each payload (all of them on an empty payload). With no
+// channel given it listens on the login role's principal's completion
+// channel, ledger.notify_channel(), or on ChannelRequestDone when the role
+// has no principal. It connects on the first subscription and
 // reconnects after a failure; whenever it (re)connects it wakes every
 // subscriber, since notifications sent while it was away are lost.
 type listener struct {
@@ -103,7 +106,18 @@ func (l *listener) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
+	channel := l.channel
+	if channel == "" {
+		var own *string
+		if err := conn.QueryRow(ctx, queryNotifyChannel).Scan(&own); err != nil {
+			return err
+		}
+		channel = ChannelRequestDone
+		if own != nil {
+			channel = *own
+		}
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -122,8 +136,12 @@ func (l *listener) listenOnce(ctx context.Context) error {
 			return err
 		}
 		l.mu.Lock()
-		for ch := range l.subs[n.Payload] {
-			wake(ch)
+		if n.Payload == "" {
+			l.wakeAllLocked()
+		} else {
+			for ch := range l.subs[n.Payload] {
+				wake(ch)
+			}
 		}
 		l.mu.Unlock()
 	}

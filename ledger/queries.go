@@ -7,6 +7,8 @@ const (
 
 	queryAppendEvents = `SELECT "position", hash FROM ledger.append_events($1, $2, $3, $4, $5)`
 
+	queryExecutorAppend = `SELECT "position", hash FROM ledger.executor_append($1, $2, $3, $4, $5, $6, $7)`
+
 	queryStreamHead = `SELECT coalesce(max(version), 0) FROM ledger.events WHERE stream = $1`
 
 	queryReadStream = `SELECT ` + eventColumns + ` FROM ledger.events
@@ -14,9 +16,11 @@ WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3`
 
 	queryReadAll = `SELECT ` + eventColumns + ` FROM ledger.read_all($1::xid8, $2, $3)`
 
-	querySubmit = `SELECT ledger.submit($1, $2, $3, $4, $5)`
+	querySubmit = `SELECT ledger.submit($1, $2::jsonb, $3, $4, $5::jsonb)`
 
 	queryCancel = `SELECT ledger.cancel($1, $2)`
+
+	queryNotifyChannel = `SELECT ledger.notify_channel()`
 
 	queryGetRequest = `SELECT id, principal, tool, run_id, state, error_kind, error, output, tier,
        attestation_digest, submitted_at, finished_at

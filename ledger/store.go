@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -62,15 +63,71 @@ func (s *Store) Append(ctx context.Context, stream string, expected int64, event
 // derives from them then commit together. Either every event is appended or
 // none is.
 func (s *Store) AppendBatch(ctx context.Context, db DBTX, batch []StreamAppend) ([]Appended, error) {
-	var streams, types, payloads, metas []string
-	var versions []int64
+	f, err := flatten(batch, func(stream string) (int64, error) {
+		var head int64
+		if err := db.QueryRow(ctx, queryStreamHead, stream).Scan(&head); err != nil {
+			return 0, fmt.Errorf("ledger: read head of %q: %w", stream, err)
+		}
+		return head, nil
+	})
+	if err != nil || len(f.streams) == 0 {
+		return nil, err
+	}
+	versions := make([]int64, len(f.versions))
+	for i, v := range f.versions {
+		versions[i] = *v
+	}
+	return f.run(db.Query(ctx, queryAppendEvents, f.streams, versions, f.types, f.payloads, f.metas))
+}
+
+// Claim is a request and the claim an executor holds on it.
+type Claim struct {
+	Request uuid.UUID
+	ID      uuid.UUID
+}
+
+// AppendClaimed appends batch through ledger.executor_append, the only way
+// an executor login writes about requests: every event must be one the
+// caller may write under claims (its own claim on the request, or an
+// expired lease or approval it settles). A stream appended at AnyVersion
+// (a channel:<name> stream) takes its next versions in the database, and
+// its Appended rows have Version 0.
+func (s *Store) AppendClaimed(ctx context.Context, db DBTX, claims []Claim, batch []StreamAppend) ([]Appended, error) {
+	f, err := flatten(batch, nil)
+	if err != nil || len(f.streams) == 0 {
+		return nil, err
+	}
+	reqs := make([]uuid.UUID, len(claims))
+	ids := make([]uuid.UUID, len(claims))
+	for i, c := range claims {
+		reqs[i], ids[i] = c.Request, c.ID
+	}
+	return f.run(db.Query(ctx, queryExecutorAppend, reqs, ids, f.streams, f.versions, f.types, f.payloads, f.metas))
+}
+
+// flat is a batch as the parallel arrays the append functions take.
+type flat struct {
+	batch                           []StreamAppend
+	streams, types, payloads, metas []string
+	versions                        []*int64 // nil: the stream's next, chosen in the database
+}
+
+// flatten encodes batch. head, when not nil, resolves AnyVersion streams
+// to their current head; otherwise their versions stay nil.
+func flatten(batch []StreamAppend, head func(stream string) (int64, error)) (*flat, error) {
+	f := &flat{batch: batch}
 	for _, sa := range batch {
-		next := sa.Expected
-		if sa.Expected == AnyVersion {
-			if err := db.QueryRow(ctx, queryStreamHead, sa.Stream).Scan(&next); err != nil {
-				return nil, fmt.Errorf("ledger: read head of %q: %w", sa.Stream, err)
+		next, known := sa.Expected, true
+		switch {
+		case sa.Expected == AnyVersion && head != nil:
+			h, err := head(sa.Stream)
+			if err != nil {
+				return nil, err
 			}
-		} else if sa.Expected < 0 {
+			next = h
+		case sa.Expected == AnyVersion:
+			known = false
+		case sa.Expected < 0:
 			return nil, &InvalidEventError{Reason: fmt.Sprintf("expected version %d of stream %q is negative", sa.Expected, sa.Stream)}
 		}
 		for _, ev := range sa.Events {
@@ -78,22 +135,27 @@ func (s *Store) AppendBatch(ctx context.Context, db DBTX, batch []StreamAppend) 
 			if err != nil {
 				return nil, err
 			}
-			next++
-			streams = append(streams, sa.Stream)
-			versions = append(versions, next)
-			types = append(types, ev.Type)
-			payloads = append(payloads, p)
-			metas = append(metas, m)
+			var v *int64
+			if known {
+				next++
+				v = new(next)
+			}
+			f.streams = append(f.streams, sa.Stream)
+			f.versions = append(f.versions, v)
+			f.types = append(f.types, ev.Type)
+			f.payloads = append(f.payloads, p)
+			f.metas = append(f.metas, m)
 		}
 	}
-	if len(streams) == 0 {
-		return nil, nil
-	}
-	rows, err := db.Query(ctx, queryAppendEvents, streams, versions, types, payloads, metas)
+	return f, nil
+}
+
+// run reads the positions and hashes an append function returns.
+func (f *flat) run(rows pgx.Rows, err error) ([]Appended, error) {
 	if err != nil {
-		return nil, appendError(batch, err)
+		return nil, appendError(f.batch, err)
 	}
-	out := make([]Appended, 0, len(streams))
+	out := make([]Appended, 0, len(f.streams))
 	for rows.Next() {
 		var a Appended
 		var hash []byte
@@ -102,12 +164,15 @@ func (s *Store) AppendBatch(ctx context.Context, db DBTX, batch []StreamAppend) 
 			return nil, fmt.Errorf("ledger: append: %w", err)
 		}
 		i := len(out)
-		a.Stream, a.Version = streams[i], versions[i]
+		a.Stream = f.streams[i]
+		if v := f.versions[i]; v != nil {
+			a.Version = *v
+		}
 		copy(a.Hash[:], hash)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, appendError(batch, err)
+		return nil, appendError(f.batch, err)
 	}
 	return out, nil
 }

@@ -1,0 +1,242 @@
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
+)
+
+// The executor's trust boundary, tried from outside: a login role holding
+// only ledger_executor is trusted to run the calls it claims, not to
+// rewrite history. Each attack below worked before migration 006.
+
+// forgedAttestation is an unsigned envelope whose statement claims what
+// the caller likes: SQL checks that an attestation names its request and
+// agrees with the outcome, and auditors check the signature offline.
+func forgedAttestation(t *testing.T, id uuid.UUID, success bool, kind string) map[string]any {
+	t.Helper()
+	st, err := json.Marshal(map[string]any{"predicate": map[string]any{"request_id": id.String(), "success": success, "error_kind": kind}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := json.Marshal(map[string]any{"payloadType": "application/vnd.in-toto+json",
+		"payload": base64.StdEncoding.EncodeToString(st), "signatures": []any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(env)
+	return map[string]any{"request_id": id, "attestation_digest": "sha256:" + hex.EncodeToString(sum[:]), "envelope": string(env)}
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// head is the version of a request stream's last event.
+func head(t *testing.T, e *env, id uuid.UUID) int64 {
+	t.Helper()
+	var v int64
+	if err := e.db.Pool.QueryRow(context.Background(), "SELECT max(version) FROM ledger.events WHERE stream = $1",
+		"request:"+id.String()).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func mustRefuse(t *testing.T, what string, err error, code string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: accepted, want SQLSTATE %s", what, code)
+	} else if !isSQLState(err, code) {
+		t.Errorf("%s: %v, want SQLSTATE %s", what, err, code)
+	}
+}
+
+func TestExecutorLoginCannotForgeOutcomes(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	forger := e.db.LoginRole(t, "", "ledger_executor")
+
+	// Another principal's request, denied and attested.
+	denied := await(t, e.bob, submit(t, e.bob, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"}, RunID: "r-forge"}))
+	if denied.State != ledger.StateDenied {
+		t.Fatalf("%+v", denied)
+	}
+	v := head(t, e, denied.ID)
+	finished := jsonText(t, map[string]any{"request_id": denied.ID, "state": "succeeded", "output": map[string]any{"text": "forged"}})
+	meta := jsonText(t, map[string]any{"actor": "forger", "correlation_id": denied.ID})
+
+	_, err := forger.Pool.Exec(ctx, `UPDATE ledger.request_status SET state = 'succeeded', error_kind = NULL, output = '{"text":"forged"}' WHERE id = $1`, denied.ID)
+	mustRefuse(t, "UPDATE the request read model", err, "42501")
+	_, err = forger.Pool.Exec(ctx, `UPDATE ledger.queue SET cancel_requested = true`)
+	mustRefuse(t, "UPDATE the queue", err, "42501")
+	_, err = forger.Pool.Exec(ctx, `SELECT * FROM ledger.append_events(ARRAY[$1], ARRAY[$2::bigint], ARRAY['execution.finished'], ARRAY[$3], ARRAY[$4])`,
+		"request:"+denied.ID.String(), v+1, finished, meta)
+	mustRefuse(t, "append_events to a request stream", err, "42501")
+	_, err = forger.Pool.Exec(ctx, `SELECT * FROM ledger.executor_append(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[$3], ARRAY[$4::bigint], ARRAY['execution.finished'], ARRAY[$5], ARRAY[$6])`,
+		denied.ID, uuid.New(), "request:"+denied.ID.String(), v+1, finished, meta)
+	mustRefuse(t, "executor_append to a final request", err, "42501")
+	_, err = forger.Pool.Exec(ctx, `SELECT * FROM ledger.executor_append(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[$3], ARRAY[$4::bigint], ARRAY['attestation.signed'], ARRAY[$5], ARRAY[$6])`,
+		denied.ID, uuid.Nil, "request:"+denied.ID.String(), v+1, jsonText(t, forgedAttestation(t, denied.ID, true, "")), meta)
+	mustRefuse(t, "a second attestation for an attested request", err, "42501")
+	_, err = forger.Pool.Exec(ctx, `SELECT ledger.executor_transition(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['finish'], ARRAY[false],
+ARRAY['succeeded'], ARRAY[NULL::text], ARRAY[NULL::text], ARRAY['{"text":"forged"}'], ARRAY['builtin'], NULL)`, denied.ID, uuid.New())
+	mustRefuse(t, "executor_transition finish of a final request", err, "42501")
+
+	// Run budgets belong to their principals.
+	_, err = forger.Pool.Exec(ctx, `UPDATE ledger.runs SET max_calls = 1000000 WHERE principal = 'bob'`)
+	mustRefuse(t, "UPDATE a run budget", err, "42501")
+	_, err = forger.Pool.Exec(ctx, `INSERT INTO ledger.runs (principal, run_id, max_calls) VALUES ('bob', 'r-new', 1000000)`)
+	mustRefuse(t, "INSERT a run budget", err, "42501")
+	_, err = forger.Pool.Exec(ctx, `SELECT * FROM ledger.append_events(ARRAY['run:bob/r-forge'], ARRAY[1::bigint], ARRAY['run.budget_set'], ARRAY['{"max_calls":1000000}'], ARRAY['{}'])`)
+	mustRefuse(t, "append run.budget_set", err, "42501")
+	_, err = forger.Pool.Exec(ctx, `SELECT * FROM ledger.append_events(ARRAY['channel:news'], ARRAY[1::bigint], ARRAY['channel.message'], ARRAY['{}'], ARRAY['{}'])`)
+	mustRefuse(t, "append to a channel outside a claimed call", err, "42501")
+
+	after, err := e.bob.Get(ctx, denied.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State != ledger.StateDenied || after.Output != nil || *after.AttestationDigest != *denied.AttestationDigest || head(t, e, denied.ID) != v {
+		t.Fatalf("the denied request changed: %+v", after)
+	}
+	e.verifyAttestation(t, after)
+}
+
+// TestClaimsBindTheirLoginRole: a claim is its login role's. Another
+// executor login that reads the claim id cannot use it, and the holder
+// itself can end the request only with an attestation that agrees.
+func TestClaimsBindTheirLoginRole(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stop()
+	ctx := context.Background()
+	holder := e.db.LoginRole(t, "", "ledger_executor")
+	other := e.db.LoginRole(t, "", "ledger_executor")
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"}})
+	var claim uuid.UUID
+	var v int64
+	if err := holder.Pool.QueryRow(ctx, `SELECT id, claim_id, stream_version FROM ledger.claim_requests('holder', 1, '1 minute')`).Scan(new(uuid.UUID), &claim, &v); err != nil {
+		t.Fatal(err)
+	}
+	meta := jsonText(t, map[string]any{"actor": "x", "correlation_id": id})
+	appendAs := func(r *testdb.Role, typ string, payload any, at int64) error {
+		tx, err := r.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		_, err = tx.Exec(ctx, `SELECT * FROM ledger.executor_append(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[$3], ARRAY[$4::bigint], ARRAY[$5], ARRAY[$6], ARRAY[$7])`,
+			id, claim, "request:"+id.String(), at, typ, jsonText(t, payload), meta)
+		if err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	finishAs := func(r *testdb.Role, events []struct {
+		typ     string
+		payload any
+	}, state string, kind *string) error {
+		tx, err := r.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		for i, ev := range events {
+			if _, err := tx.Exec(ctx, `SELECT * FROM ledger.executor_append(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[$3], ARRAY[$4::bigint], ARRAY[$5], ARRAY[$6], ARRAY[$7])`,
+				id, claim, "request:"+id.String(), v+int64(i)+1, ev.typ, jsonText(t, ev.payload), meta); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `SELECT ledger.executor_transition(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['finish'], ARRAY[false],
+ARRAY[$3], ARRAY[$4::text], ARRAY[NULL::text], ARRAY['{"text":"x"}'], ARRAY['builtin'], NULL)`, id, claim, state, kind); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	type ev = struct {
+		typ     string
+		payload any
+	}
+	finishedEv := ev{"execution.finished", map[string]any{"request_id": id, "state": "succeeded"}}
+
+	mustRefuse(t, "another executor login appends under the claim", appendAs(other, "execution.finished", finishedEv.payload, v+1), "42501")
+	mustRefuse(t, "another executor login finishes under the claim",
+		finishAs(other, []ev{finishedEv, {"attestation.signed", forgedAttestation(t, id, true, "")}}, "succeeded", nil), "42501")
+	mustRefuse(t, "events only executors' functions write", appendAs(holder, "approval.granted", map[string]any{"request_id": id}, v+1), "42501")
+	mustRefuse(t, "the holder finishes without an attestation", finishAs(holder, []ev{finishedEv}, "succeeded", nil), "22023")
+	mustRefuse(t, "the holder finishes with an attestation of another outcome",
+		finishAs(holder, []ev{finishedEv, {"attestation.signed", forgedAttestation(t, id, false, "runtime_failure")}}, "succeeded", nil), "22023")
+	other2 := uuid.New()
+	mustRefuse(t, "the holder attaches an attestation of another request",
+		finishAs(holder, []ev{finishedEv, {"attestation.signed", forgedAttestation(t, other2, true, "")}}, "succeeded", nil), "22023")
+	bad := forgedAttestation(t, id, true, "")
+	bad["attestation_digest"] = "sha256:" + strings.Repeat("0", 64)
+	mustRefuse(t, "the holder's attestation digest is not its envelope's",
+		finishAs(holder, []ev{finishedEv, {"attestation.signed", bad}}, "succeeded", nil), "22023")
+
+	// The holder, with a matching attestation, may end it: executors are
+	// trusted to run what they claim. The row carries that attestation.
+	att := forgedAttestation(t, id, true, "")
+	if err := finishAs(holder, []ev{finishedEv, {"attestation.signed", att}}, "succeeded", nil); err != nil {
+		t.Fatalf("the holder's own outcome: %v", err)
+	}
+	r, err := e.alice.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != ledger.StateSucceeded || r.AttestationDigest == nil || *r.AttestationDigest != att["attestation_digest"] {
+		t.Fatalf("after the holder's finish: %+v", r)
+	}
+}
+
+// TestForgedCancelNotificationIsIgnored: NOTIFY needs no privilege, so a
+// role with no ledger grants at all can send ledger_request_cancel with
+// any payload. The executor only looks at the cancel flags; the call runs
+// on and succeeds.
+func TestForgedCancelNotificationIsIgnored(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	stranger := e.db.LoginRole(t, "")
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 1500}})
+	waitState(t, e.alice, id, ledger.StateRunning)
+	for _, payload := range []string{id.String(), "", "*"} {
+		if _, err := stranger.Pool.Exec(ctx, "SELECT pg_notify('ledger_request_cancel', $1)", payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := await(t, e.alice, id)
+	if r.State != ledger.StateSucceeded {
+		t.Fatalf("a forged cancel notification ended the call: %+v", r)
+	}
+	// The real thing still works, through ledger.cancel's own checks.
+	id = submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 20000}})
+	waitState(t, e.alice, id, ledger.StateRunning)
+	start := time.Now()
+	if ok, err := e.alice.Cancel(ctx, id, "stop"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if r := await(t, e.alice, id); r.State != ledger.StateCancelled {
+		t.Fatalf("ledger.cancel: %+v", r)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("cancellation took %s", took)
+	}
+}

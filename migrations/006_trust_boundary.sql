@@ -1,0 +1,967 @@
+-- 006: the executor's trust boundary, private completion notifications,
+-- least-privilege grants.
+--
+-- Executors are trusted to run the tools they claim, not to rewrite
+-- history. Until this migration a role holding only ledger_executor could
+-- UPDATE any request's read-model row, append any event to any stream and
+-- raise any run's budget. From here on an executor writes requests only
+-- through the functions below, which check that its login role holds the
+-- request's claim (or that the lease or approval it settles has expired),
+-- and a request reaches a final state only together with an
+-- attestation.signed event, written in the same transaction, whose
+-- statement names that request and that outcome.
+--
+-- Notifications carry no request ids on shared channels: anyone who can
+-- connect may LISTEN on any channel. ledger_request_pending and
+-- ledger_request_cancel are payload-free wake-ups (executors re-read the
+-- queue); ledger_request_done is a payload-free wake-up too, and each
+-- principal's request ids go to a channel of its own whose name only it
+-- (and the ledger) can compute: ledger.notify_channel().
+
+-- The login role whose claim a queue row is: the claim id alone is no
+-- secret (executors read the queue and request.claimed events).
+ALTER TABLE ledger.queue ADD COLUMN claimed_role name;
+
+-- ---------------------------------------------------------------------
+-- Private completion channels.
+
+-- One random secret per database; channel names are derived from it, so
+-- they cannot be guessed from a principal's name. Readable by no role.
+CREATE TABLE ledger.notify_secret (
+    id     boolean PRIMARY KEY DEFAULT true,
+    secret bytea   NOT NULL,
+    CONSTRAINT notify_secret_one_row CHECK (id),
+    CONSTRAINT notify_secret_length CHECK (octet_length(secret) >= 32)
+);
+COMMENT ON TABLE ledger.notify_secret IS 'Secret from which each principal''s completion channel name is derived.';
+INSERT INTO ledger.notify_secret (secret)
+VALUES (uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()));
+
+-- done_channel is the completion channel of a principal: "ledger_done_"
+-- and 128 bits of SHA-256(secret || SHA-256(secret || principal)) in hex
+-- (nested, so no length extension of one name yields another's).
+CREATE FUNCTION ledger.done_channel(p_principal text) RETURNS text
+LANGUAGE sql STABLE STRICT SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT 'ledger_done_' || left(encode(sha256(s.secret || sha256(s.secret || convert_to(p_principal, 'UTF8'))), 'hex'), 32)
+    FROM ledger.notify_secret s
+$$;
+
+-- notify_channel is the channel on which the caller's principal is told,
+-- with the request id as payload, that one of its requests is final. NULL
+-- for a login role that is not mapped to a principal.
+CREATE FUNCTION ledger.notify_channel() RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ledger.done_channel(ledger.current_principal())
+$$;
+
+-- notify_done tells the request's principal, on its own channel, and wakes
+-- the payload-free ledger_request_done listeners.
+CREATE FUNCTION ledger.notify_done(p_principal text, p_request_id uuid) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_notify(ledger.done_channel(p_principal), p_request_id::text);
+    PERFORM pg_notify('ledger_request_done', '');
+END $$;
+
+-- ---------------------------------------------------------------------
+-- The SQL API, with payload-free shared notifications.
+
+CREATE OR REPLACE FUNCTION ledger.submit(
+    tool            text,
+    input           jsonb,
+    run_id          text  DEFAULT NULL,
+    idempotency_key text  DEFAULT NULL,
+    context         jsonb DEFAULT '{}'
+) RETURNS uuid
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_principal text;
+    v_id        uuid;
+    v_input     text;
+    v_digest    bytea;
+    v_existing  record;
+    v_payload   text;
+    v_meta      text;
+    v_bad       text;
+BEGIN
+    SELECT p.principal INTO v_principal FROM ledger.principals p WHERE p.login_role = session_user;
+    IF v_principal IS NULL THEN
+        RAISE EXCEPTION 'ledger.submit: login role "%" is not mapped to a principal', session_user
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'an administrator adds it to ledger.principals';
+    END IF;
+
+    IF tool IS NULL OR tool !~ '^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$' OR octet_length(tool) > 128 THEN
+        RAISE EXCEPTION 'ledger.submit: tool must be a dotted identifier of at most 128 bytes, got %',
+            coalesce(quote_literal(left(tool, 200)), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF input IS NULL THEN
+        RAISE EXCEPTION 'ledger.submit: input must be a JSON object, got NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF jsonb_typeof(input) <> 'object' THEN
+        RAISE EXCEPTION 'ledger.submit: input must be a JSON object, got %', jsonb_typeof(input)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_input := input::text;
+    IF octet_length(v_input) > 1048576 THEN
+        RAISE EXCEPTION 'ledger.submit: input is % bytes, the limit is 1048576', octet_length(v_input)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    IF run_id IS NOT NULL AND run_id !~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$' THEN
+        RAISE EXCEPTION 'ledger.submit: run_id must be 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF idempotency_key IS NOT NULL AND (idempotency_key = '' OR octet_length(idempotency_key) > 255
+                                        OR idempotency_key ~ '[[:cntrl:]]') THEN
+        RAISE EXCEPTION 'ledger.submit: idempotency_key must be 1 to 255 bytes without control characters'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF context IS NULL OR jsonb_typeof(context) <> 'object' THEN
+        RAISE EXCEPTION 'ledger.submit: context must be a JSON object, got %', coalesce(jsonb_typeof(context), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF context <> '{}' THEN
+        SELECT k INTO v_bad FROM jsonb_object_keys(context) AS k
+        WHERE k NOT IN ('device', 'channel', 'session') LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'ledger.submit: context key "%" is not one of device, channel, session', v_bad
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT k INTO v_bad FROM jsonb_each(context) AS c(k, v)
+        WHERE jsonb_typeof(c.v) <> 'string' OR octet_length(c.v #>> '{}') NOT BETWEEN 1 AND 256 LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'ledger.submit: context.% must be a string of 1 to 256 bytes', v_bad
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+
+    v_digest := sha256(convert_to(v_input, 'UTF8'));
+    v_id := ledger.uuid_v7();
+
+    INSERT INTO ledger.request_status AS r (id, principal, tool, run_id, idempotency_key, input_digest)
+    VALUES (v_id, v_principal, submit.tool, submit.run_id, submit.idempotency_key, v_digest)
+    ON CONFLICT (principal, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
+    IF NOT FOUND THEN
+        SELECT r.id, r.tool, r.input_digest, r.run_id INTO v_existing
+        FROM ledger.request_status r
+        WHERE r.principal = v_principal AND r.idempotency_key = submit.idempotency_key;
+        IF v_existing.tool <> submit.tool OR v_existing.input_digest <> v_digest
+           OR v_existing.run_id IS DISTINCT FROM submit.run_id THEN
+            RAISE EXCEPTION 'ledger.submit: idempotency key % already names request %, which has another tool, input or run_id',
+                quote_literal(idempotency_key), v_existing.id
+                USING ERRCODE = 'unique_violation',
+                      HINT = 'a retry must repeat the same tool, input and run_id';
+        END IF;
+        RETURN v_existing.id;
+    END IF;
+
+    v_payload := json_build_object(
+        'request_id', v_id,
+        'principal', v_principal,
+        'tool', submit.tool,
+        'run_id', submit.run_id,
+        'idempotency_key', submit.idempotency_key,
+        'input', input,
+        'input_digest', 'sha256:' || encode(v_digest, 'hex'),
+        'context', context)::text;
+    v_meta := json_build_object(
+        'actor', v_principal,
+        'login_role', session_user,
+        'correlation_id', v_id)::text;
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('request:' || v_id, 1, 'tool.requested', v_payload::json, v_meta::json);
+
+    INSERT INTO ledger.queue (id) VALUES (v_id);
+
+    PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
+    IF FOUND THEN
+        PERFORM pg_notify('ledger_request_pending', '');
+    END IF;
+    RETURN v_id;
+END $$;
+
+-- submit with input as text: what a call with an untyped literal or
+-- parameter resolves to. It parses the input itself so that JSON
+-- PostgreSQL cannot take (\u0000 above all, which jsonb refuses) is a
+-- ledger.submit error with a stable SQLSTATE, then submits it.
+CREATE FUNCTION ledger.submit(
+    tool            text,
+    input           text,
+    run_id          text DEFAULT NULL,
+    idempotency_key text DEFAULT NULL,
+    context         text DEFAULT '{}'
+) RETURNS uuid
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_input   jsonb;
+    v_context jsonb;
+BEGIN
+    IF input IS NULL THEN
+        RAISE EXCEPTION 'ledger.submit: input must be a JSON object, got NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- An odd number of backslashes before u0000 is the escape of NUL.
+    IF strpos(input, 'u0000') > 0 AND input ~ '(^|[^\\])(\\\\)*\\u0000' THEN
+        RAISE EXCEPTION 'ledger.submit: input contains \u0000 (NUL), which PostgreSQL cannot store in JSON'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'encode binary data (base64, say) before putting it in a JSON string';
+    END IF;
+    IF context IS NOT NULL AND strpos(context, 'u0000') > 0 AND context ~ '(^|[^\\])(\\\\)*\\u0000' THEN
+        RAISE EXCEPTION 'ledger.submit: context contains \u0000 (NUL), which PostgreSQL cannot store in JSON'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    BEGIN
+        v_input := input::jsonb;
+    EXCEPTION WHEN invalid_text_representation OR untranslatable_character OR character_not_in_repertoire THEN
+        RAISE EXCEPTION 'ledger.submit: input is not valid JSON: %', SQLERRM
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+    BEGIN
+        v_context := context::jsonb;
+    EXCEPTION WHEN invalid_text_representation OR untranslatable_character OR character_not_in_repertoire THEN
+        RAISE EXCEPTION 'ledger.submit: context is not valid JSON: %', SQLERRM
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+    RETURN ledger.submit(tool, v_input, run_id, idempotency_key, v_context);
+END $$;
+
+CREATE OR REPLACE FUNCTION ledger.cancel(request_id uuid, reason text DEFAULT NULL) RETURNS boolean
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_principal text;
+    v_admin     boolean;
+    v_req       record;
+    v_q         record;
+BEGIN
+    v_principal := ledger.current_principal();
+    v_admin := pg_has_role(session_user, 'ledger_admin', 'MEMBER');
+    IF v_principal IS NULL AND NOT v_admin THEN
+        RAISE EXCEPTION 'ledger.cancel: login role "%" is not mapped to a principal', session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF reason IS NOT NULL AND octet_length(reason) > 1024 THEN
+        RAISE EXCEPTION 'ledger.cancel: reason is % bytes, the limit is 1024', octet_length(reason)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+
+    SELECT r.id, r.principal, r.state INTO v_req
+    FROM ledger.request_status r WHERE r.id = request_id;
+    IF NOT FOUND OR (v_req.principal IS DISTINCT FROM v_principal AND NOT v_admin) THEN
+        RAISE EXCEPTION 'ledger.cancel: no request %', request_id USING ERRCODE = 'no_data_found';
+    END IF;
+
+    -- The queue row is the lock that orders cancel against claim and completion.
+    SELECT q.state, q.cancel_requested, q.stream_version INTO v_q FROM ledger.queue q WHERE q.id = request_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF v_q.state = 'running' THEN
+        IF NOT v_q.cancel_requested THEN
+            UPDATE ledger.queue SET cancel_requested = true WHERE id = request_id;
+            -- A wake-up only: executors read the flags of the claims they hold.
+            PERFORM pg_notify('ledger_request_cancel', '');
+        END IF;
+        RETURN true;
+    END IF;
+
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('request:' || request_id, v_q.stream_version + 1, 'request.cancelled',
+            json_build_object('request_id', request_id, 'reason', reason, 'previous_state', v_q.state),
+            json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
+                              'correlation_id', request_id));
+    DELETE FROM ledger.queue WHERE id = request_id;
+    UPDATE ledger.request_status
+    SET state = 'cancelled', error_kind = 'cancelled',
+        error = 'cancelled by ' || coalesce(v_principal, session_user::text) || coalesce(': ' || reason, ''),
+        finished_at = clock_timestamp()
+    WHERE id = request_id;
+    PERFORM ledger.notify_done(v_req.principal, request_id);
+    RETURN true;
+END $$;
+
+-- decide_approval now also takes a request that no executor has claimed
+-- yet (pending): an approval given early is recorded and lets the request
+-- run without waiting once an executor finds it sensitive; a denial ends
+-- it at once. A running or final request says so.
+CREATE OR REPLACE FUNCTION ledger.decide_approval(p_request_id uuid, p_grant boolean, p_note text, p_digest text) RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_principal text := ledger.current_principal();
+    v_op        text := CASE WHEN p_grant THEN 'ledger.approve' ELSE 'ledger.deny_approval' END;
+    v_req       record;
+    v_q         record;
+    v_digest    text;
+BEGIN
+    IF v_principal IS NULL OR NOT pg_has_role(session_user, 'ledger_approver', 'MEMBER') THEN
+        RAISE EXCEPTION '%: login role "%" is not an approver', v_op, session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF p_note IS NOT NULL AND octet_length(p_note) > 1024 THEN
+        RAISE EXCEPTION '%: note is % bytes, the limit is 1024', v_op, octet_length(p_note)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    SELECT r.principal, r.input_digest, r.state INTO v_req FROM ledger.request_status r WHERE r.id = p_request_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION '%: no request %', v_op, p_request_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF v_req.principal = v_principal THEN
+        RAISE EXCEPTION '%: principal % submitted request % and may not decide its approval', v_op, v_principal, p_request_id
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    v_digest := 'sha256:' || encode(v_req.input_digest, 'hex');
+    IF p_digest IS NOT NULL AND p_digest <> v_digest THEN
+        RAISE EXCEPTION '%: request % has input %, not the % that was approved', v_op, p_request_id, v_digest, p_digest
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT q.state, q.stream_version, q.approved_digest INTO v_q FROM ledger.queue q WHERE q.id = p_request_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION '%: request % has already ended (%)', v_op, p_request_id, v_req.state
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF v_q.state = 'running' THEN
+        RAISE EXCEPTION '%: request % is running: it was authorized without waiting for approval', v_op, p_request_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'only tools the executor marks sensitive wait for approval; ledger.cancel stops a running request';
+    END IF;
+    IF v_q.state = 'pending' AND v_q.approved_digest IS NOT DISTINCT FROM v_req.input_digest THEN
+        RAISE EXCEPTION '%: request % is approved already', v_op, p_request_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('request:' || p_request_id, v_q.stream_version + 1,
+            CASE WHEN p_grant THEN 'approval.granted' ELSE 'approval.denied' END,
+            json_build_object('request_id', p_request_id, 'approver', v_principal, 'note', p_note,
+                              'input_digest', v_digest, 'reason', CASE WHEN p_grant THEN 'approved' ELSE 'denied_by_approver' END,
+                              'previous_state', v_q.state),
+            json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id));
+    IF p_grant THEN
+        UPDATE ledger.queue
+        SET state = 'pending', stream_version = stream_version + 1, approved_digest = v_req.input_digest,
+            approval_expires_at = NULL,
+            available_at = CASE WHEN v_q.state = 'awaiting_approval' THEN clock_timestamp() ELSE available_at END
+        WHERE id = p_request_id;
+        UPDATE ledger.request_status SET state = 'pending' WHERE id = p_request_id;
+        IF v_q.state = 'awaiting_approval' THEN
+            PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
+            IF FOUND THEN
+                PERFORM pg_notify('ledger_request_pending', '');
+            END IF;
+        END IF;
+    ELSE
+        DELETE FROM ledger.queue WHERE id = p_request_id;
+        UPDATE ledger.request_status
+        SET state = 'denied', error_kind = 'approval_denied',
+            error = 'approval denied by ' || v_principal || coalesce(': ' || p_note, ''), finished_at = clock_timestamp()
+        WHERE id = p_request_id;
+        PERFORM ledger.notify_done(v_req.principal, p_request_id);
+    END IF;
+END $$;
+
+-- claim_requests now records the claiming login role beside the claim.
+CREATE OR REPLACE FUNCTION ledger.claim_requests(executor text, max_requests int, lease interval)
+RETURNS TABLE (id uuid, claim_id uuid, attempt int, stream_version bigint, principal text, tool text, run_id text,
+               input text, context text, input_digest bytea, approved boolean, charged boolean, submitted_at timestamptz)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY
+    WITH picked AS (
+        SELECT q.id FROM ledger.queue q
+        WHERE q.state = 'pending' AND q.available_at <= clock_timestamp()
+        ORDER BY q.priority DESC, q.available_at, q.id
+        LIMIT max_requests
+        FOR UPDATE SKIP LOCKED
+    ), claimed AS (
+        UPDATE ledger.queue q
+        SET state = 'running', claimed_by = executor, claimed_role = session_user, claim_id = gen_random_uuid(),
+            attempt = q.attempt + 1, lease_expires_at = clock_timestamp() + lease,
+            stream_version = q.stream_version + 1, started_at = NULL
+        FROM picked WHERE q.id = picked.id
+        RETURNING q.*
+    ), appended AS (
+        INSERT INTO ledger.events (stream, version, type, payload, metadata)
+        SELECT 'request:' || c.id, c.stream_version, 'request.claimed',
+               json_build_object('request_id', c.id, 'executor', executor, 'claim_id', c.claim_id,
+                                 'attempt', c.attempt, 'lease_expires_at', c.lease_expires_at),
+               json_build_object('actor', executor, 'login_role', session_user, 'correlation_id', c.id)
+        FROM claimed c
+    )
+    SELECT c.id, c.claim_id, c.attempt, c.stream_version, r.principal, r.tool, r.run_id,
+           (e.payload -> 'input')::text, (e.payload -> 'context')::text, r.input_digest,
+           c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at
+    FROM claimed c
+    JOIN ledger.request_status r ON r.id = c.id
+    JOIN ledger.events e ON e.stream = 'request:' || c.id AND e.version = 1
+    ORDER BY c.priority DESC, c.available_at, c.id;
+END $$;
+
+-- ---------------------------------------------------------------------
+-- The event writers.
+
+-- insert_events is append_events' body: version checks and the insert.
+-- Callable only by the ledger's own functions.
+ALTER FUNCTION ledger.append_events(text[], bigint[], text[], text[], text[]) RENAME TO insert_events;
+ALTER FUNCTION ledger.insert_events(text[], bigint[], text[], text[], text[]) SECURITY INVOKER;
+REVOKE ALL ON FUNCTION ledger.insert_events(text[], bigint[], text[], text[], text[])
+    FROM PUBLIC, ledger_executor, ledger_admin;
+
+-- append_events appends free-form events, with the same optimistic
+-- concurrency, to the streams no ledger function owns: policy (the policy
+-- sets executors load) and process:<handle> (process.run's background
+-- processes). request:, run: and channel: streams are written only by the
+-- SQL API and the executor functions below, which check who may write.
+-- Superusers (migrations, tests, repairs) may write any stream.
+CREATE FUNCTION ledger.append_events(
+    streams   text[],
+    versions  bigint[],
+    types     text[],
+    payloads  text[],
+    metadatas text[]
+) RETURNS TABLE ("position" bigint, hash bytea)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bad text;
+BEGIN
+    IF NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user) THEN
+        SELECT s INTO v_bad FROM unnest(streams) AS s
+        WHERE s IS NULL OR NOT (s = 'policy' OR s LIKE 'process:%') LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'ledger.append_events: stream % is written only by the ledger''s functions', coalesce(v_bad, 'NULL')
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'executors record requests through ledger.executor_append and ledger.executor_transition';
+        END IF;
+    END IF;
+    RETURN QUERY SELECT * FROM ledger.insert_events(streams, versions, types, payloads, metadatas);
+END $$;
+
+-- executor_write_check is the one rule for what an executor login may
+-- write about a request. A request is:
+--   held        when the caller's login role holds its current claim;
+--   lease_gone  when its claim (any role's) has an expired lease: any
+--               executor may rescue it;
+--   approval_gone when it waited for approval past its expiry;
+--   unattested  when it ended in SQL (cancelled while pending, approval
+--               denied) and has no attestation yet.
+-- It returns NULL when the caller may write events of the types ev_types
+-- (or, for a transition, ev_types NULL and transition named) about the
+-- request under claim p_claim, else the reason it may not.
+CREATE FUNCTION ledger.executor_write_check(p_request uuid, p_claim uuid, ev_types text[], transition text) RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    q             record;
+    v_final       boolean;
+    v_attested    boolean;
+    held          boolean := false;
+    lease_gone    boolean := false;
+    approval_gone boolean := false;
+    unattested    boolean := false;
+    t             text;
+    why           text;
+BEGIN
+    SELECT x.state, x.claim_id, x.claimed_role, x.lease_expires_at, x.approval_expires_at, x.started_at
+    INTO q FROM ledger.queue x WHERE x.id = p_request;
+    IF FOUND THEN
+        held := q.state = 'running' AND q.claim_id = p_claim AND q.claimed_role = session_user;
+        lease_gone := q.state = 'running' AND q.claim_id = p_claim AND q.lease_expires_at < clock_timestamp();
+        approval_gone := q.state = 'awaiting_approval' AND q.approval_expires_at < clock_timestamp();
+    ELSE
+        SELECT r.finished_at IS NOT NULL, r.attestation_digest IS NOT NULL INTO v_final, v_attested
+        FROM ledger.request_status r WHERE r.id = p_request;
+        unattested := coalesce(v_final AND NOT v_attested, false);
+    END IF;
+
+    IF transition IS NOT NULL THEN
+        RETURN CASE
+            WHEN transition IN ('start', 'await_approval') AND held AND q.started_at IS NULL THEN NULL
+            WHEN transition = 'requeue' AND lease_gone THEN NULL
+            WHEN transition = 'finish' AND (held OR lease_gone OR approval_gone) THEN NULL
+            WHEN transition = 'attest' AND unattested THEN NULL
+            WHEN transition NOT IN ('start', 'await_approval', 'requeue', 'finish', 'attest') THEN 'unknown transition ' || transition
+            ELSE 'may not ' || transition || ' it: ' || CASE
+                WHEN q.state IS NULL AND v_final IS NULL THEN 'no such request'
+                WHEN q.state IS NULL THEN 'it has ended'
+                WHEN q.state = 'running' AND q.claim_id = p_claim THEN 'the claim is held by login role ' || coalesce(q.claimed_role::text, 'none')
+                WHEN q.state = 'running' THEN 'claim ' || coalesce(p_claim::text, 'NULL') || ' is not its current claim'
+                ELSE 'it is ' || q.state END
+        END;
+    END IF;
+
+    FOREACH t IN ARRAY ev_types LOOP
+        why := CASE
+            WHEN t = 'lease.expired' THEN CASE WHEN lease_gone THEN NULL ELSE 'its lease has not expired under that claim' END
+            WHEN t = 'approval.denied' THEN CASE WHEN approval_gone THEN NULL ELSE 'its approval has not expired' END
+            WHEN t = 'attestation.signed' THEN
+                CASE WHEN held OR lease_gone OR approval_gone OR unattested THEN NULL
+                     ELSE 'the request is not held by the caller, expired, or ended unattested' END
+            WHEN t IN ('policy.decided', 'budget.consumed', 'execution.started', 'approval.requested',
+                       'execution.finished', 'request.cancelled', 'egress.connection', 'capability.used',
+                       'channel.published', 'channel.message') THEN
+                CASE WHEN held THEN NULL ELSE 'the caller''s login role does not hold claim ' || coalesce(p_claim::text, 'NULL') END
+            ELSE 'executors do not write ' || coalesce(t, 'NULL') || ' events'
+        END;
+        IF why IS NOT NULL THEN
+            RETURN coalesce(t, 'NULL') || ': ' || why;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+-- executor_append appends an executor's events about requests it may
+-- write (executor_write_check). claim_requests/claim_ids map each request
+-- to the claim the caller acts under. An event on request:<id> is about
+-- that request; an event on channel:<name> (channel.message, a skill's
+-- published message) is about the request its metadata's correlation_id
+-- names, and its version may be NULL: the stream's next. Every
+-- attestation.signed event must carry the digest of its own envelope, and
+-- the envelope's statement must name the request.
+CREATE FUNCTION ledger.executor_append(
+    claim_requests uuid[],
+    claim_ids      uuid[],
+    streams        text[],
+    versions       bigint[],
+    types          text[],
+    payloads       text[],
+    metadatas      text[]
+) RETURNS TABLE ("position" bigint, hash bytea)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n   int := cardinality(streams);
+    bad record;
+BEGIN
+    IF n IS NULL OR n = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(claim_requests) IS DISTINCT FROM cardinality(claim_ids)
+       OR cardinality(versions) IS DISTINCT FROM n OR cardinality(types) IS DISTINCT FROM n
+       OR cardinality(payloads) IS DISTINCT FROM n OR cardinality(metadatas) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'ledger.executor_append: the arrays must have matching lengths'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    WITH ev AS (
+        SELECT u.t,
+               CASE WHEN u.s ~ '^request:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN substr(u.s, 9)::uuid
+                    WHEN u.s LIKE 'channel:%' AND u.t = 'channel.message'
+                         AND (u.m::json ->> 'correlation_id') ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN (u.m::json ->> 'correlation_id')::uuid
+               END AS req,
+               min(u.ord) OVER (PARTITION BY u.s) AS first,
+               u.s
+        FROM unnest(streams, types, metadatas) WITH ORDINALITY AS u(s, t, m, ord)
+    ), per_request AS (
+        SELECT ev.req, min(ev.first) AS first, min(ev.s) AS s, array_agg(DISTINCT ev.t) AS types
+        FROM ev GROUP BY ev.req
+    ), checked AS MATERIALIZED (
+        SELECT p.s, p.req, p.first,
+               CASE WHEN p.req IS NULL THEN 'executors write only request:<id> streams and channel.message events'
+                    ELSE ledger.executor_write_check(p.req,
+                             (SELECT k.claim FROM unnest(claim_requests, claim_ids) AS k(req, claim) WHERE k.req = p.req LIMIT 1),
+                             p.types, NULL) END AS why
+        FROM per_request p
+    )
+    SELECT c.s, c.req, c.why INTO bad FROM checked c WHERE c.why IS NOT NULL ORDER BY c.first LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_append: stream % (request %) refused: %', bad.s, coalesce(bad.req::text, 'none'), bad.why
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+
+    SELECT u.s, u.req INTO bad
+    FROM (SELECT s, substr(s, 9)::uuid AS req, p::json AS pj
+          FROM unnest(streams, types, payloads) AS x(s, t, p) WHERE t = 'attestation.signed') u
+    WHERE (u.pj ->> 'request_id') IS DISTINCT FROM u.req::text
+       OR (u.pj ->> 'attestation_digest') IS DISTINCT FROM
+          'sha256:' || encode(sha256(convert_to(u.pj ->> 'envelope', 'UTF8')), 'hex')
+       OR (ledger.attested_statement(u.pj ->> 'envelope') -> 'predicate' ->> 'request_id') IS DISTINCT FROM u.req::text
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_append: the attestation on stream % does not attest request % (request id, envelope digest or statement differ)', bad.s, bad.req
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    RETURN QUERY SELECT * FROM ledger.insert_events(
+        streams,
+        ARRAY(SELECT coalesce(u.v, (SELECT coalesce(max(e.version), 0) FROM ledger.events e WHERE e.stream = u.s)
+                                   + row_number() OVER (PARTITION BY u.s, u.v IS NULL ORDER BY u.ord))
+              FROM unnest(streams, versions) WITH ORDINALITY AS u(s, v, ord) ORDER BY u.ord),
+        types, payloads, metadatas);
+END $$;
+
+-- attested_statement decodes a DSSE envelope's payload (the in-toto
+-- statement) as jsonb; NULL when it is not one.
+CREATE FUNCTION ledger.attested_statement(envelope text) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN convert_from(decode(envelope::jsonb ->> 'payload', 'base64'), 'UTF8')::jsonb;
+EXCEPTION WHEN OTHERS THEN
+    RETURN NULL;
+END $$;
+
+-- executor_transition moves requests the caller may write to their next
+-- state, keeping the queue and the request read model in step with the
+-- events executor_append has just written in the same transaction:
+--   start          an authorized call begins (charges its run's budget when
+--                  charges[i]);
+--   await_approval it waits for ledger.approve, its claim released;
+--   requeue        a rescued request is pending again;
+--   finish         it ends in states[i] with error_kinds[i], errors[i],
+--                  outputs[i], tiers[i];
+--   attest         a request that ended in SQL gets its attestation.
+-- A request that finishes or is attested must have as its last event an
+-- attestation.signed appended by this transaction: that event supplies
+-- attestation_digest, and its statement must agree with the outcome
+-- (success, error kind). The queue's stream_version is read from the log,
+-- not taken on trust.
+CREATE TYPE ledger.executor_transition_row AS (
+    ord bigint, id uuid, claim uuid, kind text, charge boolean, state text, error_kind text, error text,
+    output text, tier text, principal text, run_id text, head bigint, head_type text, head_payload json, head_tx xid8
+);
+
+CREATE FUNCTION ledger.executor_transition(
+    request_ids      uuid[],
+    claim_ids        uuid[],
+    kinds            text[],
+    charges          boolean[],
+    states           text[],
+    error_kinds      text[],
+    errors           text[],
+    outputs          text[],
+    tiers            text[],
+    approval_timeout interval DEFAULT NULL
+) RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n      int := cardinality(request_ids);
+    v_rows ledger.executor_transition_row[];
+    bad    record;
+BEGIN
+    IF n IS NULL OR n = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(claim_ids) IS DISTINCT FROM n OR cardinality(kinds) IS DISTINCT FROM n
+       OR cardinality(charges) IS DISTINCT FROM n OR cardinality(states) IS DISTINCT FROM n
+       OR cardinality(error_kinds) IS DISTINCT FROM n OR cardinality(errors) IS DISTINCT FROM n
+       OR cardinality(outputs) IS DISTINCT FROM n OR cardinality(tiers) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'ledger.executor_transition: the arrays must have the same length'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (SELECT count(DISTINCT x) FROM unnest(request_ids) AS x) <> n OR array_position(request_ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ledger.executor_transition: request ids must be distinct and not NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF approval_timeout IS NULL AND 'await_approval' = ANY(kinds) THEN
+        RAISE EXCEPTION 'ledger.executor_transition: await_approval needs an approval_timeout'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- Lock the queue rows in id order, as claim, heartbeat and completion do.
+    PERFORM 1 FROM ledger.queue q WHERE q.id = ANY(request_ids) ORDER BY q.id FOR UPDATE;
+
+    WITH checked AS MATERIALIZED (
+        SELECT u.id, u.ord, ledger.executor_write_check(u.id, u.claim, NULL::text[], u.kind) AS why
+        FROM unnest(request_ids, claim_ids, kinds) WITH ORDINALITY AS u(id, claim, kind, ord)
+    )
+    SELECT c.id, c.why INTO bad FROM checked c WHERE c.why IS NOT NULL ORDER BY c.ord LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_transition: request %: %', bad.id, bad.why
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+
+    SELECT array_agg(ROW(u.ord, u.id, u.claim, u.kind, coalesce(u.charge, false), u.state, u.error_kind, u.error,
+                         u.output, u.tier, r.principal, r.run_id, h.version, h.type, h.payload, h.tx_id)::ledger.executor_transition_row
+                     ORDER BY u.ord)
+    INTO v_rows
+    FROM unnest(request_ids, claim_ids, kinds, charges, states, error_kinds, errors, outputs, tiers)
+        WITH ORDINALITY AS u(id, claim, kind, charge, state, error_kind, error, output, tier, ord)
+    JOIN ledger.request_status r ON r.id = u.id
+    LEFT JOIN LATERAL (
+        SELECT e.version, e.type, e.payload, e.tx_id FROM ledger.events e
+        WHERE e.stream = 'request:' || u.id ORDER BY e.version DESC LIMIT 1
+    ) h ON true;
+
+    SELECT t.id, t.kind, t.state, t.head_type, t.head_tx INTO bad
+    FROM unnest(v_rows) t
+    WHERE t.kind IN ('finish', 'attest') AND (
+        t.head_type IS DISTINCT FROM 'attestation.signed' OR t.head_tx IS DISTINCT FROM pg_current_xact_id()
+        OR (t.kind = 'finish' AND (
+            t.state IS NULL OR t.state NOT IN ('succeeded', 'failed', 'denied', 'cancelled')
+            OR (t.state = 'succeeded') <> (t.error_kind IS NULL)
+            OR (ledger.attested_statement(t.head_payload ->> 'envelope') -> 'predicate' ->> 'success')
+               IS DISTINCT FROM (t.state = 'succeeded')::text
+            OR coalesce(ledger.attested_statement(t.head_payload ->> 'envelope') -> 'predicate' ->> 'error_kind', '')
+               <> coalesce(t.error_kind, ''))))
+    ORDER BY t.ord LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_transition: request % cannot %: %', bad.id,
+            CASE WHEN bad.kind = 'finish' THEN 'end ' || coalesce(bad.state, 'NULL') ELSE 'be attested' END,
+            CASE WHEN bad.head_type IS DISTINCT FROM 'attestation.signed' OR bad.head_tx IS DISTINCT FROM pg_current_xact_id()
+                 THEN 'its last event must be an attestation.signed appended by this transaction'
+                 ELSE 'its state and error kind must agree with each other and with its attestation' END
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- Budgets: a started call is charged to its run once.
+    INSERT INTO ledger.runs AS r (principal, run_id, used)
+    SELECT t.principal, t.run_id, count(*)
+    FROM unnest(v_rows) t JOIN ledger.queue q ON q.id = t.id
+    WHERE t.kind = 'start' AND t.charge AND t.run_id IS NOT NULL AND NOT q.charged
+    GROUP BY t.principal, t.run_id
+    ORDER BY t.principal, t.run_id
+    ON CONFLICT ON CONSTRAINT runs_pkey DO UPDATE SET used = r.used + EXCLUDED.used;
+
+    UPDATE ledger.queue q
+    SET stream_version = t.head, started_at = clock_timestamp(), charged = q.charged OR (t.charge AND t.run_id IS NOT NULL)
+    FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'start';
+
+    UPDATE ledger.queue q
+    SET state = 'awaiting_approval', stream_version = t.head, claim_id = NULL, claimed_by = NULL, claimed_role = NULL,
+        lease_expires_at = NULL, approval_expires_at = clock_timestamp() + approval_timeout
+    FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'await_approval';
+
+    UPDATE ledger.queue q
+    SET state = 'pending', stream_version = t.head, claim_id = NULL, claimed_by = NULL, claimed_role = NULL,
+        lease_expires_at = NULL, started_at = NULL, available_at = clock_timestamp()
+    FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'requeue';
+
+    DELETE FROM ledger.queue q USING unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'finish';
+
+    UPDATE ledger.request_status r
+    SET state = CASE t.kind WHEN 'start' THEN 'running' WHEN 'await_approval' THEN 'awaiting_approval'
+                            WHEN 'requeue' THEN 'pending' WHEN 'finish' THEN t.state ELSE r.state END,
+        error_kind = CASE WHEN t.kind = 'finish' THEN t.error_kind ELSE r.error_kind END,
+        error = CASE WHEN t.kind = 'finish' THEN t.error ELSE r.error END,
+        output = CASE WHEN t.kind = 'finish' THEN t.output::jsonb ELSE r.output END,
+        tier = CASE WHEN t.kind = 'finish' THEN t.tier ELSE r.tier END,
+        attestation_digest = CASE WHEN t.kind IN ('finish', 'attest') THEN t.head_payload ->> 'attestation_digest'
+                                  ELSE r.attestation_digest END,
+        finished_at = CASE WHEN t.kind = 'finish' THEN clock_timestamp() ELSE r.finished_at END
+    FROM unnest(v_rows) t WHERE r.id = t.id;
+
+    PERFORM ledger.notify_done(t.principal, t.id) FROM unnest(v_rows) t WHERE t.kind = 'finish';
+END $$;
+
+-- ---------------------------------------------------------------------
+-- Row locks executors take, through functions (SELECT ... FOR UPDATE
+-- needs UPDATE on the table, which executors no longer have).
+
+-- lock_claims locks the queue rows of the given claims the caller still
+-- holds and returns their stream heads.
+CREATE FUNCTION ledger.lock_claims(request_ids uuid[], claim_ids uuid[])
+RETURNS TABLE (id uuid, stream_version bigint)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT q.id, q.stream_version FROM ledger.queue q
+    JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+    WHERE q.claimed_role = session_user
+    ORDER BY q.id
+    FOR UPDATE OF q
+$$;
+
+-- heartbeat extends the leases of the caller's claims still held and
+-- returns their cancellation flags.
+CREATE FUNCTION ledger.heartbeat(request_ids uuid[], claim_ids uuid[], lease interval)
+RETURNS TABLE (id uuid, cancel_requested boolean)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH held AS (
+        SELECT q.id FROM ledger.queue q
+        JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+        WHERE q.id = ANY(request_ids) AND q.claimed_role = session_user
+        ORDER BY q.id
+        FOR UPDATE OF q
+    )
+    UPDATE ledger.queue q SET lease_expires_at = clock_timestamp() + lease
+    FROM held WHERE q.id = held.id
+    RETURNING q.id, q.cancel_requested
+$$;
+
+-- lock_claimed_budgets creates the missing budget rows of the runs of the
+-- requests the caller holds claims on, locks them in (principal, run_id)
+-- order and returns them; max_calls is default_max where the run has no
+-- budget of its own.
+CREATE FUNCTION ledger.lock_claimed_budgets(request_ids uuid[], claim_ids uuid[], default_max int)
+RETURNS TABLE (principal text, run_id text, max_calls int, used int, ended boolean)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    INSERT INTO ledger.runs AS r (principal, run_id)
+    SELECT DISTINCT s.principal, s.run_id
+    FROM ledger.queue q
+    JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+    JOIN ledger.request_status s ON s.id = q.id
+    WHERE q.claimed_role = session_user AND s.run_id IS NOT NULL
+    ORDER BY 1, 2
+    ON CONFLICT ON CONSTRAINT runs_pkey DO NOTHING;
+    RETURN QUERY
+    SELECT r.principal, r.run_id, coalesce(r.max_calls, default_max), r.used, r.ended_at IS NOT NULL
+    FROM ledger.runs r
+    WHERE (r.principal, r.run_id) IN (
+        SELECT s.principal, s.run_id
+        FROM ledger.queue q
+        JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+        JOIN ledger.request_status s ON s.id = q.id
+        WHERE q.claimed_role = session_user)
+    ORDER BY r.principal, r.run_id
+    FOR UPDATE OF r;
+END $$;
+
+-- lock_expired_leases locks up to max_rows running requests whose lease
+-- expired (skipping rows others hold) for the caller to rescue.
+CREATE FUNCTION ledger.lock_expired_leases(max_rows int)
+RETURNS TABLE (id uuid, claim_id uuid, attempt int, claimed_by text, stream_version bigint, started boolean,
+               cancel_requested boolean, tool text, principal text, run_id text, input_digest bytea)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT q.id, q.claim_id, q.attempt, q.claimed_by, q.stream_version, q.started_at IS NOT NULL, q.cancel_requested,
+           r.tool, r.principal, coalesce(r.run_id, ''), r.input_digest
+    FROM ledger.queue q JOIN ledger.request_status r ON r.id = q.id
+    WHERE q.state = 'running' AND q.lease_expires_at < clock_timestamp()
+    ORDER BY q.lease_expires_at
+    LIMIT max_rows
+    FOR UPDATE OF q SKIP LOCKED
+$$;
+
+-- lock_expired_approvals locks up to max_rows requests whose wait for
+-- approval expired.
+CREATE FUNCTION ledger.lock_expired_approvals(max_rows int)
+RETURNS TABLE (id uuid, stream_version bigint, tool text, principal text, run_id text, input_digest bytea)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT q.id, q.stream_version, r.tool, r.principal, coalesce(r.run_id, ''), r.input_digest
+    FROM ledger.queue q JOIN ledger.request_status r ON r.id = q.id
+    WHERE q.state = 'awaiting_approval' AND q.approval_expires_at < clock_timestamp()
+    LIMIT max_rows
+    FOR UPDATE OF q SKIP LOCKED
+$$;
+
+-- lock_unattested locks up to max_rows requests that ended in SQL and
+-- still lack an attestation.
+CREATE FUNCTION ledger.lock_unattested(max_rows int)
+RETURNS TABLE (id uuid, tool text, principal text, run_id text, state text, error_kind text, error text,
+               input_digest bytea, submitted_at timestamptz, finished_at timestamptz, stream_version bigint)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT r.id, r.tool, r.principal, coalesce(r.run_id, ''), r.state, coalesce(r.error_kind, ''),
+           coalesce(r.error, ''), r.input_digest, r.submitted_at, r.finished_at,
+           (SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'request:' || r.id)
+    FROM ledger.request_status r
+    WHERE r.attestation_digest IS NULL AND r.finished_at IS NOT NULL
+    ORDER BY r.finished_at
+    LIMIT max_rows
+    FOR UPDATE OF r SKIP LOCKED
+$$;
+
+-- register_waiter / unregister_waiter: an idle executor asks submit to
+-- NOTIFY ledger_request_pending (see ledger.queue_waiters).
+CREATE FUNCTION ledger.register_waiter(executor text) RETURNS void
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO ledger.queue_waiters AS w (executor) VALUES (register_waiter.executor)
+    ON CONFLICT (executor) DO UPDATE SET since = clock_timestamp()
+$$;
+
+CREATE FUNCTION ledger.unregister_waiter(executor text) RETURNS void
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    DELETE FROM ledger.queue_waiters w WHERE w.executor = unregister_waiter.executor
+$$;
+
+-- ---------------------------------------------------------------------
+-- Grants: what each role may do, and no more.
+
+REVOKE ALL ON ledger.notify_secret FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.done_channel(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.notify_done(text, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.notify_channel() FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.submit(text, text, text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.append_events(text[], bigint[], text[], text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.executor_write_check(uuid, uuid, text[], text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.executor_append(uuid[], uuid[], text[], bigint[], text[], text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.attested_statement(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.executor_transition(uuid[], uuid[], text[], boolean[], text[], text[], text[], text[], text[], interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.lock_claims(uuid[], uuid[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.heartbeat(uuid[], uuid[], interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.lock_claimed_budgets(uuid[], uuid[], int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.lock_expired_leases(int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.lock_expired_approvals(int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.lock_unattested(int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.register_waiter(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.unregister_waiter(text) FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION ledger.notify_channel() TO ledger_submitter, ledger_approver, ledger_executor, ledger_auditor, ledger_admin;
+GRANT EXECUTE ON FUNCTION ledger.submit(text, text, text, text, text) TO ledger_submitter, ledger_admin;
+GRANT EXECUTE ON FUNCTION ledger.append_events(text[], bigint[], text[], text[], text[]) TO ledger_executor, ledger_admin;
+GRANT EXECUTE ON FUNCTION ledger.executor_append(uuid[], uuid[], text[], bigint[], text[], text[], text[]) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.executor_transition(uuid[], uuid[], text[], boolean[], text[], text[], text[], text[], text[], interval) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.lock_claims(uuid[], uuid[]) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.heartbeat(uuid[], uuid[], interval) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.lock_claimed_budgets(uuid[], uuid[], int) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.lock_expired_leases(int) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.lock_expired_approvals(int) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.lock_unattested(int) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.register_waiter(text) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.unregister_waiter(text) TO ledger_executor;
+
+-- Executors lose every direct write to the queue, the request read model
+-- and budgets; they keep reading them.
+DROP POLICY request_status_executor_update ON ledger.request_status;
+REVOKE UPDATE ON ledger.request_status FROM ledger_executor;
+REVOKE INSERT, UPDATE, DELETE ON ledger.runs FROM ledger_executor;
+REVOKE UPDATE, DELETE ON ledger.queue FROM ledger_executor;
+REVOKE INSERT, UPDATE, DELETE ON ledger.queue_waiters FROM ledger_executor;
+GRANT SELECT ON ledger.queue_waiters TO ledger_executor;
+
+-- Every component checks the schema version before it starts.
+GRANT SELECT ON public.execledger_schema_version
+    TO ledger_submitter, ledger_approver, ledger_executor, ledger_auditor, ledger_admin;
