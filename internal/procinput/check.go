@@ -10,11 +10,15 @@ import "time"
 //  2. executable: the allowlist, then the interpreter denylist;
 //  3. no embedded command line (and no explicit cmd);
 //  4. kill scope: no name- or group-based kills;
-//  5. launch forms: env COMMAND, xargs, find -exec, git -c core.pager=...,
-//     make SHELL=... and the like (beyond Palyra: its gap #1);
+//  5. launch forms (beyond Palyra: its gap #1): env COMMAND, xargs, find
+//     -exec, timeout, git -c core.pager=..., make SHELL=... and the like
+//     need AllowInterpreters; even with it, a form whose command cannot be
+//     read is refused, and every program a launcher starts meets steps 3
+//     and 4 and the eval flags of step 8, recursively;
 //  6. background: detached processes need Policy.AllowDetached;
 //  7. workspace root and working directory;
-//  8. interpreter guards: eval flags, embedded absolute paths;
+//  8. interpreter guards: eval flags, embedded absolute paths, for the
+//     command and for every program its launchers start;
 //  9. argument scope;
 //  10. egress.
 //
@@ -42,6 +46,11 @@ func Check(in *Input, p Policy) (*Plan, error) {
 		return nil, err
 	}
 	if err := checkInterpreterArgs(w, dir, in.Command, in.Args); err != nil {
+		return nil, err
+	}
+	if err := eachLaunched(in.Command, in.Args, p, func(cmd string, args []string) error {
+		return checkInterpreterArgs(w, dir, cmd, args)
+	}); err != nil {
 		return nil, err
 	}
 	if err := checkArgScope(w, dir, in.Command, in.Args); err != nil {

@@ -37,7 +37,15 @@
 //     core.sshCommand, alias.*, ...) or --exec-path=, git difftool and the
 //     like, make SHELL=/--eval, sed without --sandbox, awk without
 //     --sandbox, tar --to-command/-I, rsync -e, ssh -o ProxyCommand, and
-//     wrappers (nice, timeout, sudo, ...). Interpreter names include
+//     wrappers (nice, timeout, sudo, ...). With AllowInterpreters, Check
+//     reads env, xargs, find and the wrappers nice, nohup, timeout,
+//     stdbuf, setsid, ionice, chrt, taskset, flock and time as their GNU
+//     and util-linux versions parse their arguments, and the program they
+//     start meets the command's rules, recursively (at most 8 launchers
+//     deep): env timeout 5 sh -c id is refused as sh -c id is. Arguments
+//     a launcher is not known to take, and forms whose command cannot be
+//     read (command lines in options, other wrappers), are refused
+//     whatever the policy. Interpreter names include
 //     versions (python3.11, perl5.36) and more shells (dash, ksh, ...).
 //     Eval flags also match clusters (bash -lc) and PowerShell
 //     abbreviations. Every git run gets configuration (through

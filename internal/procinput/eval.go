@@ -13,13 +13,11 @@ import (
 // (open('/etc/passwd')). Both are tripwires, not a boundary: code can
 // build any string at run time; the sandbox is what confines it.
 func checkInterpreterArgs(w *workspace, dir, cmd string, args []string) error {
-	f := interpreterFamily(programName(cmd))
-	if f == notInterpreter {
+	if interpreterFamily(programName(cmd)) == notInterpreter {
 		return nil
 	}
-	if flag := evalFlag(f, args); flag != "" {
-		return capabilityDenied(ReasonInterpreterEvalDenied, fmt.Sprintf(
-			"%s cannot take code on the command line (%s); write a script in the workspace and run it", cmd, flag))
+	if err := checkEvalFlag(cmd, args); err != nil {
+		return err
 	}
 	for i, a := range args {
 		if opt, _, ok := strings.Cut(a, "="); ok && nonPathOptions[strings.ToLower(opt)] {
@@ -31,6 +29,19 @@ func checkInterpreterArgs(w *workspace, dir, cmd string, args []string) error {
 		if err := checkEmbeddedPaths(w, dir, a); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkEvalFlag refuses an interpreter's eval flag.
+func checkEvalFlag(cmd string, args []string) error {
+	f := interpreterFamily(programName(cmd))
+	if f == notInterpreter {
+		return nil
+	}
+	if flag := evalFlag(f, args); flag != "" {
+		return capabilityDenied(ReasonInterpreterEvalDenied, fmt.Sprintf(
+			"%s cannot take code on the command line (%s); write a script in the workspace and run it", cmd, flag))
 	}
 	return nil
 }

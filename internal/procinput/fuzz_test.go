@@ -24,6 +24,8 @@ var fuzzSeeds = []string{
 	`{"command":"ls","cwd":"/"}`,
 	`{"command":"ls","args":[null]}`,
 	`{"command":"ls"}{}`,
+	`{"command":"env","args":["-iS","timeout -k1 5 'sh' -c id","x"]}`,
+	`{"command":"find","args":[".","-exec","nice","-n5","sh","{}","+","-ok","xargs","-I{}","sh",";"]}`,
 }
 
 func FuzzParse(f *testing.F) {

@@ -5,59 +5,6 @@ import (
 	"strings"
 )
 
-// envLaunch: env with a command operand (or -S) runs it; env with only
-// options and NAME=VALUE operands prints the (cleared) environment.
-func envLaunch(args []string) string {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			if i+1 < len(args) {
-				return "env runs " + args[i+1]
-			}
-			return ""
-		case a == "-":
-		case strings.HasPrefix(a, "--"):
-			switch longOption(a, "split-string", "unset", "chdir") {
-			case "split-string":
-				return "env --split-string runs a command line"
-			case "unset", "chdir":
-				if !strings.Contains(a, "=") {
-					i++
-				}
-			}
-		case strings.HasPrefix(a, "-"):
-			switch envCluster(a[1:]) {
-			case 'S':
-				return "env -S runs a command line"
-			case 'u', 'C':
-				i++
-			}
-		case strings.Contains(a, "="):
-		default:
-			return "env runs " + a
-		}
-	}
-	return ""
-}
-
-// envCluster scans a short-option cluster: 'S' if it splits a command
-// line, 'u' or 'C' if its last option takes the next argument, else 0.
-func envCluster(c string) byte {
-	for i := 0; i < len(c); i++ {
-		switch c[i] {
-		case 'S':
-			return 'S'
-		case 'u', 'C':
-			if i == len(c)-1 {
-				return c[i]
-			}
-			return 0 // the rest of the cluster is the value
-		}
-	}
-	return 0
-}
-
 // makeLaunch: SHELL=, .SHELLFLAGS=, MAKESHELL=, MAKEFLAGS= on the command
 // line, and --eval/-E, choose what make runs recipes with.
 func makeLaunch(args []string) string {

@@ -1,45 +1,69 @@
 package procinput
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
 
-// A launchRule reports how args make the program start another program
-// (a description such as "find -exec"), or "" when they do not.
-type launchRule func(args []string) string
+// A launch is what a program's arguments make it start.
+type launch struct {
+	// form says how, for messages ("find -exec"); "" when the arguments
+	// start nothing.
+	form string
+	// commands are the programs started, each with its arguments.
+	commands [][]string
+	// unchecked marks a form whose command cannot be read from the
+	// arguments: a command line handed to a shell (git -c core.pager=...,
+	// tar --to-command=...) or a wrapper whose options are not modelled.
+	unchecked bool
+}
+
+// A launchRule reads a program's arguments. An error means they cannot
+// be read, and is a refusal: what the program would start is unknown.
+type launchRule func(args []string) (launch, error)
+
+// maxLaunchDepth bounds launchers starting launchers (env timeout env ...).
+const maxLaunchDepth = 8
 
 // launchRules covers Palyra's gap #1: allowlisted programs that start
 // other programs, shells included, whatever the allowlist says. Keyed by
-// programName.
+// programName. The argv launchers (env, find, xargs and the wrappers of
+// launch_wrapper.go) are read to the program they start; sed and awk run
+// commands from their own script, as interpreter code does; every other
+// form is unchecked.
 var launchRules = map[string]launchRule{
 	"env":   envLaunch,
-	"xargs": always("xargs runs a command for its input"),
-	"find":  exactFlags("find", "-exec", "-execdir", "-ok", "-okdir"),
-	"git":   gitLaunch,
-	"make":  makeLaunch, "gmake": makeLaunch,
-	"sed":    requireFlag("sed can run shell commands (the e command, s///e)", "--sandbox"),
-	"awk":    requireFlag("awk can run shell commands (system(), pipes)", "--sandbox", "-S"),
-	"gawk":   requireFlag("awk can run shell commands (system(), pipes)", "--sandbox", "-S"),
-	"mawk":   always("mawk can run shell commands (system(), pipes)"),
-	"nawk":   always("nawk can run shell commands (system(), pipes)"),
-	"tar":    tarLaunch,
-	"rsync":  optionLaunch("rsync", "e", "rsh", "rsync-path"),
-	"fd":     optionLaunch("fd", "xX", "exec", "exec-batch"),
-	"fdfind": optionLaunch("fd", "xX", "exec", "exec-batch"),
-	"sort":   optionLaunch("sort", "", "compress-program"),
-	"split":  optionLaunch("split", "", "filter"),
-	"zip":    zipLaunch,
-	"man":    optionLaunch("man", "PH", "pager", "html"),
-	"ssh":    sshLaunch, "scp": sshLaunch, "sftp": sshLaunch,
+	"xargs": xargsLaunch,
+	"find":  findLaunch,
+	"nice":  niceLaunch, "nohup": nohupLaunch, "timeout": timeoutLaunch, "stdbuf": stdbufLaunch,
+	"setsid": setsidLaunch, "ionice": ioniceLaunch, "chrt": chrtLaunch, "taskset": tasksetLaunch,
+	"flock": flockLaunch, "time": timeLaunch,
+	"git":  unchecked(gitLaunch),
+	"make": unchecked(makeLaunch), "gmake": unchecked(makeLaunch),
+	"sed":    ownCode(requireFlag("sed can run shell commands (the e command, s///e)", "--sandbox")),
+	"awk":    ownCode(requireFlag("awk can run shell commands (system(), pipes)", "--sandbox", "-S")),
+	"gawk":   ownCode(requireFlag("awk can run shell commands (system(), pipes)", "--sandbox", "-S")),
+	"mawk":   ownCode(always("mawk can run shell commands (system(), pipes)")),
+	"nawk":   ownCode(always("nawk can run shell commands (system(), pipes)")),
+	"tar":    unchecked(tarLaunch),
+	"rsync":  unchecked(optionLaunch("rsync", "e", "rsh", "rsync-path")),
+	"fd":     unchecked(optionLaunch("fd", "xX", "exec", "exec-batch")),
+	"fdfind": unchecked(optionLaunch("fd", "xX", "exec", "exec-batch")),
+	"sort":   unchecked(optionLaunch("sort", "", "compress-program")),
+	"split":  unchecked(optionLaunch("split", "", "filter")),
+	"zip":    unchecked(zipLaunch),
+	"man":    unchecked(optionLaunch("man", "PH", "pager", "html")),
+	"ssh":    unchecked(sshLaunch), "scp": unchecked(sshLaunch), "sftp": unchecked(sshLaunch),
 }
 
 // wrappers start the program named in their arguments (or a shell when
-// none is named): every use is a launch.
+// none is named), under options that are not modelled: every use is an
+// unchecked launch.
 var wrappers = []string{
-	"nice", "nohup", "timeout", "stdbuf", "setsid", "chroot", "sudo", "doas", "su", "runuser",
-	"ionice", "taskset", "chrt", "prlimit", "unshare", "nsenter", "strace", "ltrace", "time",
-	"watch", "flock", "systemd-run", "xvfb-run", "script", "busybox", "toybox", "parallel",
+	"chroot", "sudo", "doas", "su", "runuser",
+	"prlimit", "unshare", "nsenter", "strace", "ltrace",
+	"watch", "systemd-run", "xvfb-run", "script", "busybox", "toybox", "parallel",
 	"start-stop-daemon", "setpriv", "capsh", "fakeroot", "proot", "numactl", "valgrind", "gdb",
 	"catchsegv", "firejail", "bwrap", "dbus-run-session", "tmux", "screen",
 	"vi", "vim", "nvim", "ex", "view", "emacs",
@@ -52,48 +76,113 @@ func launchRuleFor(name string) launchRule {
 	}
 	for _, w := range wrappers {
 		if w == name {
-			return always(name + " starts another program or a shell")
+			return unchecked(always(name + " starts another program or a shell"))
 		}
 	}
 	return nil
 }
 
-// checkLaunchForms refuses launch forms unless interpreters are allowed.
+// checkLaunchForms refuses launch forms unless interpreters are allowed;
+// with them, it refuses forms whose command cannot be read, and applies
+// the command rules to every program a launcher starts, recursively.
 func checkLaunchForms(cmd string, args []string, p Policy) error {
-	if p.AllowInterpreters {
-		return nil
+	return eachLaunched(cmd, args, p, func(cmd string, args []string) error {
+		return checkStarted(cmd, args)
+	})
+}
+
+// checkStarted applies to a started program the rules that need no file
+// system: no cmd and no whole command line, no name or group kills, no
+// eval flags. It needs no allowlist entry: a launcher starts any program.
+func checkStarted(cmd string, args []string) error {
+	if err := checkEmbeddedCommandLine(cmd, args); err != nil {
+		return err
 	}
+	if err := checkKillScope(cmd, args); err != nil {
+		return err
+	}
+	return checkEvalFlag(cmd, args)
+}
+
+// eachLaunched calls visit for every program cmd's arguments start, and
+// for the programs those start, depth first; it refuses launch forms the
+// policy does not allow and forms whose command cannot be read.
+func eachLaunched(cmd string, args []string, p Policy, visit func(cmd string, args []string) error) error {
+	return walkLaunched(cmd, args, p, nil, visit)
+}
+
+// walkLaunched is eachLaunched for a program started through via.
+func walkLaunched(cmd string, args []string, p Policy, via []string, visit func(string, []string) error) error {
 	rule := launchRuleFor(programName(cmd))
 	if rule == nil {
 		return nil
 	}
-	if form := rule(args); form != "" {
-		return capabilityDenied(ReasonLauncherDenied, fmt.Sprintf(
-			"%s, which can start a shell that no allowlist checks; the policy must set AllowInterpreters to allow it", form))
+	l, err := rule(args)
+	switch {
+	case err != nil:
+		return through(via, capabilityDenied(ReasonLauncherDenied, fmt.Sprintf(
+			"the arguments of %s cannot be read (%v), so what it would start cannot be checked", cmd, err)))
+	case l.form == "":
+		return nil
+	case !p.AllowInterpreters:
+		return through(via, capabilityDenied(ReasonLauncherDenied, fmt.Sprintf(
+			"%s, which can start a shell that no allowlist checks; the policy must set AllowInterpreters to allow it", l.form)))
+	case l.unchecked:
+		return through(via, capabilityDenied(ReasonLauncherDenied, fmt.Sprintf(
+			"%s: what it starts cannot be checked, whatever the policy; write a script in the workspace and run it", l.form)))
+	case len(l.commands) > 0 && len(via) == maxLaunchDepth:
+		return through(via, capabilityDenied(ReasonLauncherDenied, fmt.Sprintf(
+			"launchers nested more than %d deep", maxLaunchDepth)))
+	}
+	inner := append(via[:len(via):len(via)], l.form)
+	for _, c := range l.commands {
+		if err := visit(c[0], c[1:]); err != nil {
+			return through(inner, err)
+		}
+		if err := walkLaunched(c[0], c[1:], p, inner, visit); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func always(form string) launchRule {
-	return func([]string) string { return form }
+// through says in err's message which launchers started the program it
+// refuses.
+func through(via []string, err error) error {
+	var e *Error
+	if len(via) == 0 || !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Message = "started through " + strings.Join(via, " then ") + ": " + e.Message
+	return &c
 }
 
-// exactFlags matches any argument equal to one of flags.
-func exactFlags(prog string, flags ...string) launchRule {
-	return func(args []string) string {
-		for _, a := range args {
-			for _, f := range flags {
-				if a == f {
-					return prog + " " + f
-				}
-			}
-		}
-		return ""
+// unchecked adapts a rule that only detects a form: what the form starts
+// is a command line in an option value or in configuration, which a shell
+// or the program itself interprets.
+func unchecked(detect func([]string) string) launchRule {
+	return func(args []string) (launch, error) {
+		form := detect(args)
+		return launch{form: form, unchecked: form != ""}, nil
 	}
 }
 
+// ownCode adapts the rules of sed and awk: the commands they run come from
+// their script, code in their own language, which AllowInterpreters allows
+// as it allows a script given to perl or node.
+func ownCode(detect func([]string) string) launchRule {
+	return func(args []string) (launch, error) {
+		return launch{form: detect(args)}, nil
+	}
+}
+
+func always(form string) func([]string) string {
+	return func([]string) string { return form }
+}
+
 // requireFlag is a launch unless one of safe (a sandbox switch) is given.
-func requireFlag(form string, safe ...string) launchRule {
+func requireFlag(form string, safe ...string) func([]string) string {
 	return func(args []string) string {
 		for _, a := range args {
 			for _, s := range safe {
@@ -109,7 +198,7 @@ func requireFlag(form string, safe ...string) launchRule {
 // optionLaunch matches short options (letters in short, alone or in a
 // cluster such as -avze) and long options, abbreviations included, as
 // GNU getopt_long accepts them.
-func optionLaunch(prog, short string, long ...string) launchRule {
+func optionLaunch(prog, short string, long ...string) func([]string) string {
 	return func(args []string) string {
 		for _, a := range args {
 			if a == "--" {

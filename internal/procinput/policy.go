@@ -47,8 +47,16 @@ type Policy struct {
 	// and launch forms still need AllowInterpreters.
 	AllowedExecutables []string
 	// AllowInterpreters allows shells and language interpreters, and the
-	// launch forms of other programs that start arbitrary programs (env
-	// COMMAND, xargs, find -exec, git -c core.pager=..., make SHELL=...).
+	// launch forms that Check can read to the program they start (env
+	// COMMAND, env -S, xargs, find -exec/-execdir/-ok/-okdir, nice, nohup,
+	// timeout, stdbuf, setsid, ionice, chrt, taskset, flock, time). That
+	// program needs no allowlist entry but meets every other rule of the
+	// command (no eval flags, embedded paths, cmd or name kills, and its own
+	// launch forms), recursively. Forms whose command cannot be read (a
+	// command line in an option, as in git -c core.pager=..., make
+	// SHELL=..., tar --to-command=...; wrappers such as sudo, strace or
+	// watch; options a launcher is not known to take) are refused even so.
+	// sed and awk scripts, which can run commands, are allowed with it.
 	AllowInterpreters bool
 	// AllowDetached allows background processes that outlive the run.
 	AllowDetached bool
