@@ -6,11 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/execledger/execledger/internal/testdb"
 	"github.com/execledger/execledger/ledger"
@@ -238,5 +240,140 @@ func TestForgedCancelNotificationIsIgnored(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("cancellation took %s", took)
+	}
+}
+
+// TestNotificationsCarryNoIDsOnSharedChannels: any role that can connect
+// may LISTEN on any channel. One with no ledger grants hears wake-ups on
+// the shared channels, never a request id; a principal hears its own ids
+// on its own channel, whose name others cannot derive.
+func TestNotificationsCarryNoIDsOnSharedChannels(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	stranger := e.db.LoginRole(t, "")
+	listen := func(r *testdb.Role, channels ...string) *pgx.Conn {
+		conn, err := pgx.Connect(ctx, r.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		for _, ch := range channels {
+			if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return conn
+	}
+	var aliceChannel, bobChannel string
+	var strangerChannel *string
+	if err := e.aliceSQL.Pool.QueryRow(ctx, "SELECT ledger.notify_channel()").Scan(&aliceChannel); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.bobSQL.Pool.QueryRow(ctx, "SELECT ledger.notify_channel()").Scan(&bobChannel); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stranger.Pool.Exec(ctx, "SELECT ledger.notify_channel()"); !isSQLState(err, "42501") {
+		t.Errorf("a role without ledger grants computed a channel name: %v", err)
+	}
+	if err := e.execSQL.Pool.QueryRow(ctx, "SELECT ledger.notify_channel()").Scan(&strangerChannel); err != nil || strangerChannel != nil {
+		t.Errorf("a login with no principal has channel %v (%v), want NULL", strangerChannel, err)
+	}
+	if aliceChannel == bobChannel || !strings.HasPrefix(aliceChannel, "ledger_done_") || strings.Contains(aliceChannel, "alice") {
+		t.Fatalf("channels: alice %q, bob %q", aliceChannel, bobChannel)
+	}
+	if _, err := stranger.Pool.Exec(ctx, "SELECT * FROM ledger.notify_secret"); !isSQLState(err, "42501") {
+		t.Errorf("the channel secret is readable: %v", err)
+	}
+	shared := listen(stranger, "ledger_request_pending", "ledger_request_done", "ledger_request_cancel")
+	own := listen(e.aliceSQL, aliceChannel)
+
+	// Completion, cancellation of a running call, cancellation of a pending one.
+	done := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"}})
+	await(t, e.alice, done)
+	running := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 20000}})
+	waitState(t, e.alice, running, ledger.StateRunning)
+	if _, err := e.alice.Cancel(ctx, running, ""); err != nil {
+		t.Fatal(err)
+	}
+	await(t, e.alice, running)
+	e.stop()
+	pending := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "y"}})
+	if _, err := e.alice.Cancel(ctx, pending, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	heard := map[string]int{}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		n, err := shared.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		heard[n.Channel]++
+		if n.Payload != "" {
+			t.Errorf("%s carried %q to a role with no grants", n.Channel, n.Payload)
+		}
+	}
+	if heard["ledger_request_done"] == 0 || heard["ledger_request_cancel"] == 0 {
+		t.Errorf("shared wake-ups heard: %v", heard)
+	}
+	got := map[string]bool{}
+	for len(got) < 3 {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := own.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("alice's channel: heard %v, then %v", got, err)
+		}
+		got[n.Payload] = true
+	}
+	for _, id := range []uuid.UUID{done, running, pending} {
+		if !got[id.String()] {
+			t.Errorf("alice's channel did not carry %s: %v", id, got)
+		}
+	}
+}
+
+// TestApprovalBeforeClaim: an approver may approve a request no executor
+// has claimed yet; it then runs without waiting. A denial before the
+// claim ends it. A running request says why it cannot be approved.
+func TestApprovalBeforeClaim(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.Sensitive = []string{"sleep"} })
+	e.stop()
+	ctx := context.Background()
+	early := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 1}})
+	if _, err := e.carolSQL.Pool.Exec(ctx, "SELECT ledger.approve($1, 'looked at it early')", early); err != nil {
+		t.Fatalf("approve before the claim: %v", err)
+	}
+	if _, err := e.carolSQL.Pool.Exec(ctx, "SELECT ledger.approve($1)", early); !isSQLState(err, "55000") {
+		t.Errorf("a second approval: %v", err)
+	}
+	refused := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 1}})
+	if _, err := e.carolSQL.Pool.Exec(ctx, "SELECT ledger.deny_approval($1, 'no')", refused); err != nil {
+		t.Fatalf("deny before the claim: %v", err)
+	}
+	x, err := New(e.execSQL.Pool, Config{Label: "exec-again", Sensitive: []string{"sleep"}}, e.exec.policy, e.exec.signer,
+		slog.New(slog.DiscardHandler), Echo{}, Sleep{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start(t, x)
+	if r := await(t, e.alice, early); r.State != ledger.StateSucceeded {
+		t.Fatalf("approved early: %+v", r)
+	}
+	if strings.Contains(types(e.events(t, early)), "approval.requested") {
+		t.Errorf("an approved request waited for approval: %s", types(e.events(t, early)))
+	}
+	if r := waitAttested(t, e, refused); r.State != ledger.StateDenied || *r.ErrorKind != ledger.KindApprovalDenied {
+		t.Fatalf("denied early: %+v", r)
+	}
+	running := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"}})
+	await(t, e.alice, running)
+	_, err = e.carolSQL.Pool.Exec(ctx, "SELECT ledger.approve($1)", running)
+	if !isSQLState(err, "55000") || !strings.Contains(err.Error(), "already ended") {
+		t.Errorf("approving a finished request: %v", err)
 	}
 }

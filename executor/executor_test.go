@@ -39,6 +39,7 @@ type env struct {
 	bob      *ledger.Client
 	carol    *ledger.Client // an approver
 	aliceSQL *testdb.Role
+	bobSQL   *testdb.Role
 	carolSQL *testdb.Role
 	execSQL  *testdb.Role // the executor's login role
 	pub      ed25519.PublicKey
@@ -87,7 +88,7 @@ func setup(t *testing.T, mutate func(*Config), extra ...Tool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, aliceSQL: aliceRole, carolSQL: carolRole, execSQL: execRole, pub: pub, exec: x,
+	e := &env{db: db, aliceSQL: aliceRole, bobSQL: bobRole, carolSQL: carolRole, execSQL: execRole, pub: pub, exec: x,
 		alice: ledger.NewClient(aliceRole.Pool), bob: ledger.NewClient(bobRole.Pool), carol: ledger.NewClient(carolRole.Pool)}
 	for _, c := range []*ledger.Client{e.alice, e.bob, e.carol} {
 		t.Cleanup(c.Close)

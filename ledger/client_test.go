@@ -172,6 +172,13 @@ func TestSubmitRejectsBadInput(t *testing.T) {
 		{"run id with slash", `SELECT ledger.submit('echo', '{}', 'a/b')`, "22023", nil},
 		{"empty idempotency key", `SELECT ledger.submit('echo', '{}', NULL, '')`, "22023", nil},
 		{"idempotency key with newline", `SELECT ledger.submit('echo', '{}', NULL, E'a\nb')`, "22023", nil},
+		// jsonb cannot hold NUL; PostgreSQL's own parser error has no
+		// stable SQLSTATE of the API's.
+		{"NUL in input", `SELECT ledger.submit('echo', '{"text":"a\u0000b"}')`, "22023", nil},
+		{"NUL after escaped backslashes", `SELECT ledger.submit('echo', '{"text":"a\\\\\u0000b"}')`, "22023", nil},
+		{"NUL in input, parameter", `SELECT ledger.submit($1, $2)`, "22023", []any{"echo", `{"t":"\u0000"}`}},
+		{"NUL in context", `SELECT ledger.submit('echo', '{}', NULL, NULL, '{"device":"\u0000"}')`, "22023", nil},
+		{"input not JSON", `SELECT ledger.submit('echo', '{nope')`, "22023", nil},
 	} {
 		_, err := s.aliceRole.Pool.Exec(ctx, tc.sql, tc.args...)
 		var pgErr *pgconn.PgError
@@ -189,10 +196,23 @@ func TestSubmitRejectsBadInput(t *testing.T) {
 	if _, err := s.alice.Submit(ctx, SubmitParams{Tool: "echo", Input: []int{1}}); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("client, array input: %v", err)
 	}
+	if _, err := s.alice.Submit(ctx, SubmitParams{Tool: "echo", Input: map[string]any{"text": "a\x00b"}}); !errors.Is(err, ErrInvalidInput) ||
+		!strings.Contains(err.Error(), "NUL") {
+		t.Errorf("client, NUL in input: %v", err)
+	}
 	// Nothing is half-written.
 	for _, table := range []string{"ledger.events", "ledger.request_status", "ledger.queue"} {
 		if n := countRows(t, s.db, table); n != 0 {
 			t.Errorf("%s has %d rows after rejected submits", table, n)
+		}
+	}
+	// An escaped backslash before u0000 is text, not NUL.
+	for _, in := range []string{`{"text":"a\\u0000b"}`, `{"text":"\\\\u0000"}`} {
+		if _, err := s.aliceRole.Pool.Exec(ctx, `SELECT ledger.submit('echo', $1)`, in); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+		if _, err := s.alice.Submit(ctx, SubmitParams{Tool: "echo", Input: json.RawMessage(in)}); err != nil {
+			t.Errorf("client, %s: %v", in, err)
 		}
 	}
 }

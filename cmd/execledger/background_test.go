@@ -49,7 +49,10 @@ func processEnv(t *testing.T, tier string, extra ...string) (db *testdb.DB, envi
 	if _, err := attest.GenerateKeyFiles(key, key+".pub"); err != nil {
 		t.Fatal(err)
 	}
-	environ = append([]string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=", "EXECLEDGER_POLICY_FILES=" + pol,
+	// serve runs as a login holding ledger_executor and nothing else, as
+	// the README documents; clients submit as the superuser mapped to ops.
+	exec := db.LoginRole(t, "", "ledger_executor")
+	environ = append([]string{"DATABASE_URL=" + exec.URL, "EXECLEDGER_SERVE_LISTEN=", "EXECLEDGER_POLICY_FILES=" + pol,
 		"EXECLEDGER_ATTEST_KEY_FILE=" + key, "EXECLEDGER_PROCESS_RUN_ENABLED=true", "EXECLEDGER_PROCESS_RUN_TIER=" + tier,
 		"EXECLEDGER_PROCESS_RUN_WORKSPACE_ROOT=" + filepath.Join(dir, "ws"), "EXECLEDGER_PROCESS_RUN_ALLOWED_EXECUTABLES=sleep",
 		"EXECLEDGER_EXECUTOR_POLL_INTERVAL=100ms"}, extra...)
