@@ -173,7 +173,7 @@ END $$;
 -- Name: claim_requests(text, integer, interval); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) RETURNS TABLE(id uuid, claim_id uuid, attempt integer, stream_version bigint, principal text, tool text, run_id text, input text, context text, input_digest bytea, approved boolean, charged boolean, submitted_at timestamp with time zone)
+CREATE FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) RETURNS TABLE(id uuid, claim_id uuid, attempt integer, stream_version bigint, principal text, tool text, run_id text, input text, context text, context_bound text[], input_digest bytea, approved boolean, charged boolean, submitted_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -201,7 +201,8 @@ BEGIN
         FROM claimed c
     )
     SELECT c.id, c.claim_id, c.attempt, c.stream_version, r.principal, r.tool, r.run_id,
-           (e.payload -> 'input')::text, (e.payload -> 'context')::text, r.input_digest,
+           (e.payload -> 'input')::text, (e.payload -> 'context')::text,
+           ARRAY(SELECT json_array_elements_text(coalesce(e.payload -> 'context_bound', '[]'::json))), r.input_digest,
            c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at
     FROM claimed c
     JOIN ledger.request_status r ON r.id = c.id
@@ -986,6 +987,9 @@ CREATE FUNCTION ledger.submit(tool text, input jsonb, run_id text DEFAULT NULL::
 #variable_conflict use_column
 DECLARE
     v_principal text;
+    v_channel   text;
+    v_device    text;
+    v_bound     text[] := '{}';
     v_id        uuid;
     v_input     text;
     v_digest    bytea;
@@ -994,7 +998,8 @@ DECLARE
     v_meta      text;
     v_bad       text;
 BEGIN
-    SELECT p.principal INTO v_principal FROM ledger.principals p WHERE p.login_role = session_user;
+    SELECT p.principal, p.channel, p.device INTO v_principal, v_channel, v_device
+    FROM ledger.principals p WHERE p.login_role = session_user;
     IF v_principal IS NULL THEN
         RAISE EXCEPTION 'ledger.submit: login role "%" is not mapped to a principal', session_user
             USING ERRCODE = 'insufficient_privilege',
@@ -1047,6 +1052,26 @@ BEGIN
         END IF;
     END IF;
 
+    -- Bound context: the administrator's value, never the caller's.
+    IF v_channel IS NOT NULL THEN
+        IF context ? 'channel' AND context ->> 'channel' <> v_channel THEN
+            RAISE EXCEPTION 'ledger.submit: context.channel is bound to % for login role "%"; % is not it',
+                quote_literal(v_channel), session_user, quote_literal(context ->> 'channel')
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        context := context || jsonb_build_object('channel', v_channel);
+        v_bound := v_bound || 'channel'::text;
+    END IF;
+    IF v_device IS NOT NULL THEN
+        IF context ? 'device' AND context ->> 'device' <> v_device THEN
+            RAISE EXCEPTION 'ledger.submit: context.device is bound to % for login role "%"; % is not it',
+                quote_literal(v_device), session_user, quote_literal(context ->> 'device')
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        context := context || jsonb_build_object('device', v_device);
+        v_bound := v_bound || 'device'::text;
+    END IF;
+
     v_digest := sha256(convert_to(v_input, 'UTF8'));
     v_id := ledger.uuid_v7();
 
@@ -1075,7 +1100,8 @@ BEGIN
         'idempotency_key', submit.idempotency_key,
         'input', input,
         'input_digest', 'sha256:' || encode(v_digest, 'hex'),
-        'context', context)::text;
+        'context', context,
+        'context_bound', to_json(v_bound))::text;
     v_meta := json_build_object(
         'actor', v_principal,
         'login_role', session_user,
@@ -1205,6 +1231,10 @@ CREATE TABLE ledger.principals (
     login_role name NOT NULL,
     principal text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    channel text,
+    device text,
+    CONSTRAINT principals_channel_check CHECK (((channel IS NULL) OR ((octet_length(channel) >= 1) AND (octet_length(channel) <= 256)))),
+    CONSTRAINT principals_device_check CHECK (((device IS NULL) OR ((octet_length(device) >= 1) AND (octet_length(device) <= 256)))),
     CONSTRAINT principals_principal_check CHECK ((principal ~ '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$'::text))
 );
 
@@ -1214,6 +1244,20 @@ CREATE TABLE ledger.principals (
 --
 
 COMMENT ON TABLE ledger.principals IS 'Maps a login role (session_user) to the principal its calls act as.';
+
+
+--
+-- Name: COLUMN principals.channel; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.principals.channel IS 'When set, the context.channel of every request of this login role (bound, not claimed).';
+
+
+--
+-- Name: COLUMN principals.device; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.principals.device IS 'When set, the context.device of every request of this login role (bound, not claimed).';
 
 
 --

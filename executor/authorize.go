@@ -122,7 +122,7 @@ func (e *Executor) authorize(j *job, budgets map[runKey]*budget) gate {
 	}
 	d := e.policy.Authorize(policy.Request{
 		Principal: j.principal, Tool: j.tool, Channel: j.context.Channel, Device: j.context.Device,
-		Session: j.context.Session, RunID: j.runID, Sensitive: e.sensitive[j.tool],
+		ChannelBound: j.channelBound, DeviceBound: j.deviceBound, Session: j.context.Session, RunID: j.runID, Sensitive: e.sensitive[j.tool],
 	})
 	if !d.Allowed {
 		g := deny("policy", string(ledger.KindPolicyDenied), d.ReasonCode, "denied by policy: "+d.ReasonCode)

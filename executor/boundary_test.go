@@ -2,10 +2,13 @@ package executor
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -14,6 +17,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/internal/testdb"
 	"github.com/execledger/execledger/ledger"
 )
@@ -375,5 +380,68 @@ func TestApprovalBeforeClaim(t *testing.T) {
 	_, err = e.carolSQL.Pool.Exec(ctx, "SELECT ledger.approve($1)", running)
 	if !isSQLState(err, "55000") || !strings.Contains(err.Error(), "already ended") {
 		t.Errorf("approving a finished request: %v", err)
+	}
+}
+
+// TestClaimedContextIsNotBound: context.channel and context.device are
+// what the caller says unless an administrator bound them to its login
+// role. A policy that requires the bound flag cannot be satisfied by a
+// claim; a bound role's requests carry the bound value, and a different
+// claimed value is refused.
+func TestClaimedContextIsNotBound(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	claimer := db.LoginRole(t, "dave", "ledger_submitter")
+	bound := db.LoginRole(t, "dave", "ledger_submitter")
+	if _, err := db.Pool.Exec(ctx, "UPDATE ledger.principals SET channel = 'cli', device = 'laptop-1' WHERE login_role = $1", bound.Name); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.FromSources([]policy.Source{{Name: "ctx.cedar", Text: []byte(`
+permit (principal, action == Action::"tool.execute", resource);
+@id("echo-only-from-the-bound-cli")
+forbid (principal, action, resource == Tool::"echo")
+unless { context.channel_bound && context.channel == "cli" && context.device_bound && context.device == "laptop-1" };`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := New(db.LoginRole(t, "", "ledger_executor").Pool, Config{Label: "ctx", PollInterval: 100 * time.Millisecond}, pol,
+		attest.NewSigner(priv), slog.New(slog.DiscardHandler), Echo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{db: db}
+	e.start(t, x)
+	claimerC, boundC := ledger.NewClient(claimer.Pool), ledger.NewClient(bound.Pool)
+	t.Cleanup(claimerC.Close)
+	t.Cleanup(boundC.Close)
+
+	claimed := await(t, claimerC, submit(t, claimerC, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"},
+		Context: ledger.RequestContext{Channel: "cli", Device: "laptop-1"}}))
+	if claimed.State != ledger.StateDenied || *claimed.ErrorKind != ledger.KindPolicyDenied {
+		t.Fatalf("a claimed cli and device passed a bound-only rule: %+v", claimed)
+	}
+	ok := await(t, boundC, submit(t, boundC, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"}}))
+	if ok.State != ledger.StateSucceeded {
+		t.Fatalf("the bound login: %+v", ok)
+	}
+	var payload struct {
+		Context ledger.RequestContext `json:"context"`
+		Bound   []string              `json:"context_bound"`
+	}
+	if err := json.Unmarshal(e.events(t, ok.ID)[0].Payload, &payload); err != nil || payload.Context.Channel != "cli" ||
+		payload.Context.Device != "laptop-1" || strings.Join(payload.Bound, ",") != "channel,device" {
+		t.Errorf("tool.requested of the bound login: %+v %v", payload, err)
+	}
+	if err := json.Unmarshal(e.events(t, claimed.ID)[0].Payload, &payload); err != nil || len(payload.Bound) != 0 {
+		t.Errorf("tool.requested of the claiming login: %+v %v", payload, err)
+	}
+	_, err = boundC.Submit(ctx, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"}, Context: ledger.RequestContext{Channel: "slack"}})
+	if !errors.Is(err, ledger.ErrNotPermitted) || !strings.Contains(err.Error(), "bound") {
+		t.Errorf("a bound login claiming another channel: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -116,8 +117,9 @@ func (e *Executor) claimRows(ctx context.Context, tx pgx.Tx, n int) ([]*job, err
 	for rows.Next() {
 		j := &job{}
 		var input, reqCtx string
+		var bound []string
 		if err := rows.Scan(&j.id, &j.claimID, &j.attempt, &j.version, &j.principal, &j.tool, &j.runID, &input, &reqCtx,
-			&j.inputDigest, &j.approved, &j.wasCharged, &j.submittedAt); err != nil {
+			&bound, &j.inputDigest, &j.approved, &j.wasCharged, &j.submittedAt); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim: %w", err)
 		}
@@ -125,6 +127,7 @@ func (e *Executor) claimRows(ctx context.Context, tx pgx.Tx, n int) ([]*job, err
 		if err := json.Unmarshal([]byte(reqCtx), &j.context); err != nil {
 			e.logger.Warn("request context unreadable", slog.String("request_id", j.id.String()), slog.Any("error", err))
 		}
+		j.channelBound, j.deviceBound = slices.Contains(bound, "channel"), slices.Contains(bound, "device")
 		j.impl = e.tools[j.tool]
 		jobs = append(jobs, j)
 	}

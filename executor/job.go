@@ -14,19 +14,22 @@ import (
 
 // job is one claimed request on its way through an executor.
 type job struct {
-	id          uuid.UUID
-	claimID     uuid.UUID
-	attempt     int
-	version     int64 // head of stream request:<id>, advanced as events are appended
-	principal   string
-	tool        string
-	runID       string
-	input       json.RawMessage
-	context     ledger.RequestContext
-	inputDigest []byte
-	approved    bool
-	wasCharged  bool // an earlier claim already paid the run's budget
-	submittedAt time.Time
+	id        uuid.UUID
+	claimID   uuid.UUID
+	attempt   int
+	version   int64 // head of stream request:<id>, advanced as events are appended
+	principal string
+	tool      string
+	runID     string
+	input     json.RawMessage
+	context   ledger.RequestContext
+	// channelBound and deviceBound: the context's channel and device were
+	// set by an administrator for the submitting login role, not claimed.
+	channelBound, deviceBound bool
+	inputDigest               []byte
+	approved                  bool
+	wasCharged                bool // an earlier claim already paid the run's budget
+	submittedAt               time.Time
 
 	impl     Tool // nil for an unknown tool
 	decision policy.Decision

@@ -7,7 +7,7 @@ package executor
 // through ledger.executor_transition, row locks through ledger.lock_*.
 const (
 	queryClaim = `SELECT id, claim_id, attempt, stream_version, principal, tool, coalesce(run_id, ''), input, context,
-       input_digest, approved, charged, submitted_at
+       context_bound, input_digest, approved, charged, submitted_at
 FROM ledger.claim_requests($1, $2, $3::interval)`
 
 	// queryLockBudgets creates the missing budget rows of the claimed

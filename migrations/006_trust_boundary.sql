@@ -23,6 +23,23 @@
 ALTER TABLE ledger.queue ADD COLUMN claimed_role name;
 
 -- ---------------------------------------------------------------------
+-- Context an administrator vouches for.
+--
+-- A request's context (device, channel, session) is what its caller says.
+-- An administrator may bind a login role's channel and device here: its
+-- requests then carry those values whatever the caller sends (a
+-- different value is refused), tool.requested lists them in
+-- context_bound, and Cedar sees context.channel_bound / device_bound, so
+-- that a policy can tell a vouched-for value from a claim.
+ALTER TABLE ledger.principals
+    ADD COLUMN channel text,
+    ADD COLUMN device  text,
+    ADD CONSTRAINT principals_channel_check CHECK (channel IS NULL OR octet_length(channel) BETWEEN 1 AND 256),
+    ADD CONSTRAINT principals_device_check CHECK (device IS NULL OR octet_length(device) BETWEEN 1 AND 256);
+COMMENT ON COLUMN ledger.principals.channel IS 'When set, the context.channel of every request of this login role (bound, not claimed).';
+COMMENT ON COLUMN ledger.principals.device IS 'When set, the context.device of every request of this login role (bound, not claimed).';
+
+-- ---------------------------------------------------------------------
 -- Private completion channels.
 
 -- One random secret per database; channel names are derived from it, so
@@ -86,6 +103,9 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_principal text;
+    v_channel   text;
+    v_device    text;
+    v_bound     text[] := '{}';
     v_id        uuid;
     v_input     text;
     v_digest    bytea;
@@ -94,7 +114,8 @@ DECLARE
     v_meta      text;
     v_bad       text;
 BEGIN
-    SELECT p.principal INTO v_principal FROM ledger.principals p WHERE p.login_role = session_user;
+    SELECT p.principal, p.channel, p.device INTO v_principal, v_channel, v_device
+    FROM ledger.principals p WHERE p.login_role = session_user;
     IF v_principal IS NULL THEN
         RAISE EXCEPTION 'ledger.submit: login role "%" is not mapped to a principal', session_user
             USING ERRCODE = 'insufficient_privilege',
@@ -147,6 +168,26 @@ BEGIN
         END IF;
     END IF;
 
+    -- Bound context: the administrator's value, never the caller's.
+    IF v_channel IS NOT NULL THEN
+        IF context ? 'channel' AND context ->> 'channel' <> v_channel THEN
+            RAISE EXCEPTION 'ledger.submit: context.channel is bound to % for login role "%"; % is not it',
+                quote_literal(v_channel), session_user, quote_literal(context ->> 'channel')
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        context := context || jsonb_build_object('channel', v_channel);
+        v_bound := v_bound || 'channel'::text;
+    END IF;
+    IF v_device IS NOT NULL THEN
+        IF context ? 'device' AND context ->> 'device' <> v_device THEN
+            RAISE EXCEPTION 'ledger.submit: context.device is bound to % for login role "%"; % is not it',
+                quote_literal(v_device), session_user, quote_literal(context ->> 'device')
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        context := context || jsonb_build_object('device', v_device);
+        v_bound := v_bound || 'device'::text;
+    END IF;
+
     v_digest := sha256(convert_to(v_input, 'UTF8'));
     v_id := ledger.uuid_v7();
 
@@ -175,7 +216,8 @@ BEGIN
         'idempotency_key', submit.idempotency_key,
         'input', input,
         'input_digest', 'sha256:' || encode(v_digest, 'hex'),
-        'context', context)::text;
+        'context', context,
+        'context_bound', to_json(v_bound))::text;
     v_meta := json_build_object(
         'actor', v_principal,
         'login_role', session_user,
@@ -379,10 +421,13 @@ BEGIN
     END IF;
 END $$;
 
--- claim_requests now records the claiming login role beside the claim.
-CREATE OR REPLACE FUNCTION ledger.claim_requests(executor text, max_requests int, lease interval)
+-- claim_requests now records the claiming login role beside the claim,
+-- and returns which context keys an administrator bound.
+DROP FUNCTION ledger.claim_requests(text, int, interval);
+CREATE FUNCTION ledger.claim_requests(executor text, max_requests int, lease interval)
 RETURNS TABLE (id uuid, claim_id uuid, attempt int, stream_version bigint, principal text, tool text, run_id text,
-               input text, context text, input_digest bytea, approved boolean, charged boolean, submitted_at timestamptz)
+               input text, context text, context_bound text[], input_digest bytea, approved boolean, charged boolean,
+               submitted_at timestamptz)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -411,7 +456,8 @@ BEGIN
         FROM claimed c
     )
     SELECT c.id, c.claim_id, c.attempt, c.stream_version, r.principal, r.tool, r.run_id,
-           (e.payload -> 'input')::text, (e.payload -> 'context')::text, r.input_digest,
+           (e.payload -> 'input')::text, (e.payload -> 'context')::text,
+           ARRAY(SELECT json_array_elements_text(coalesce(e.payload -> 'context_bound', '[]'::json))), r.input_digest,
            c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at
     FROM claimed c
     JOIN ledger.request_status r ON r.id = c.id
@@ -937,6 +983,7 @@ REVOKE ALL ON FUNCTION ledger.lock_expired_leases(int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.lock_expired_approvals(int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.lock_unattested(int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.register_waiter(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.claim_requests(text, int, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.unregister_waiter(text) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION ledger.notify_channel() TO ledger_submitter, ledger_approver, ledger_executor, ledger_auditor, ledger_admin;
@@ -951,6 +998,7 @@ GRANT EXECUTE ON FUNCTION ledger.lock_expired_leases(int) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.lock_expired_approvals(int) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.lock_unattested(int) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.register_waiter(text) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.claim_requests(text, int, interval) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.unregister_waiter(text) TO ledger_executor;
 
 -- Executors lose every direct write to the queue, the request read model

@@ -48,7 +48,7 @@ var testdataCases = []authorizeCase{
 		reason: ReasonBaselineDeny, action: ActionToolExecute, determining: []string{}},
 
 	// Context attributes.
-	{name: "capabilities: unless network", req: Request{Principal: "ops", Tool: "process.run", Device: "laptop-1", Capabilities: []string{"process_exec", "network"}},
+	{name: "capabilities: unless network", req: Request{Principal: "ops", Tool: "process.run", Device: "laptop-1", DeviceBound: true, Capabilities: []string{"process_exec", "network"}},
 		reason: ReasonBaselineDeny, action: ActionToolExecute, determining: []string{}},
 	{name: "capabilities without network", req: Request{Principal: "ops", Tool: "process.run", Capabilities: []string{"process_exec"}},
 		allowed: true, reason: ReasonAllow, action: ActionToolExecute, determining: []string{"process.cedar:0"}},
@@ -58,12 +58,17 @@ var testdataCases = []authorizeCase{
 		reason: ReasonDeny, action: ActionToolExecute, determining: []string{"baseline-forbid-sensitive-off-cli"}},
 	{name: "sensitive unknown channel", req: Request{Principal: "alice", Tool: "sleep", Sensitive: true},
 		reason: ReasonDeny, action: ActionToolExecute, determining: []string{"baseline-forbid-sensitive-off-cli"}},
-	{name: "sensitive on cli", req: Request{Principal: "alice", Tool: "sleep", Sensitive: true, Channel: "cli"},
+	{name: "sensitive on cli", req: Request{Principal: "alice", Tool: "sleep", Sensitive: true, Channel: "cli", ChannelBound: true},
 		allowed: true, reason: ReasonAllow, action: ActionToolExecute, determining: []string{"allow-alice-echo-sleep"}},
-	{name: "network from other device", req: Request{Principal: "carol", Tool: "echo", Device: "phone", Capabilities: []string{"network"}},
+	// A caller may claim any channel or device: only bound values count.
+	{name: "sensitive on a claimed cli", req: Request{Principal: "alice", Tool: "sleep", Sensitive: true, Channel: "cli"},
+		reason: ReasonDeny, action: ActionToolExecute, determining: []string{"baseline-forbid-sensitive-off-cli"}},
+	{name: "network from other device", req: Request{Principal: "carol", Tool: "echo", Device: "phone", DeviceBound: true, Capabilities: []string{"network"}},
 		reason: ReasonDeny, action: ActionToolExecute, determining: []string{"baseline-forbid-network-off-device"}},
-	{name: "network from registered device", req: Request{Principal: "carol", Tool: "echo", Device: "laptop-1", Capabilities: []string{"network"}},
+	{name: "network from registered device", req: Request{Principal: "carol", Tool: "echo", Device: "laptop-1", DeviceBound: true, Capabilities: []string{"network"}},
 		allowed: true, reason: ReasonAllow, action: ActionToolExecute, determining: []string{"baseline-permit-echo"}},
+	{name: "network from a claimed registered device", req: Request{Principal: "carol", Tool: "echo", Device: "laptop-1", Capabilities: []string{"network"}},
+		reason: ReasonDeny, action: ActionToolExecute, determining: []string{"baseline-forbid-network-off-device"}},
 
 	// Skills need tool.execute and skill.execute.
 	{name: "skill: both checks allow", req: Request{Principal: "alice", Tool: "acme.hello", Skill: "acme"},

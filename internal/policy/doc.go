@@ -43,7 +43,11 @@
 //
 //	run_id, session_id, channel, device, tool_name, skill_id  String
 //	capabilities                                              Set<String>
-//	is_sensitive_action                                       Bool
+//	is_sensitive_action, channel_bound, device_bound          Bool
+//
+// channel, device and session_id are what the caller sent, unless
+// channel_bound / device_bound say an administrator bound that value to
+// the caller's login role: only then may a policy trust them.
 //
 // # Policy ids
 //

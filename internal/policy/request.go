@@ -19,12 +19,18 @@ const (
 
 // Request is one tool request to authorize.
 type Request struct {
-	Principal    string   // e.g. "alice"
-	Tool         string   // e.g. "echo", "process.run", "acme.hello"
-	Skill        string   // "" when the tool is not a skill
-	Channel      string   // "" when unknown
-	Device       string   // "" when unknown
-	Session      string   // "" when unknown
+	Principal string // e.g. "alice"
+	Tool      string // e.g. "echo", "process.run", "acme.hello"
+	Skill     string // "" when the tool is not a skill
+	Channel   string // "" when unknown
+	Device    string // "" when unknown
+	Session   string // "" when unknown; always the caller's claim
+	// ChannelBound and DeviceBound report that Channel and Device were set
+	// by an administrator for the submitting login role (ledger.principals)
+	// rather than claimed by the caller, who may send any value. Policies
+	// that use channel or device as a control must require them.
+	ChannelBound bool
+	DeviceBound  bool
 	RunID        string   // "" when unknown
 	Capabilities []string // e.g. "process_exec", "network", "secrets_read"
 	Sensitive    bool
@@ -62,6 +68,8 @@ func (r Request) context() cedar.Record {
 		"session_id":          cedar.String(r.Session),
 		"channel":             cedar.String(r.Channel),
 		"device":              cedar.String(r.Device),
+		"channel_bound":       cedar.Boolean(r.ChannelBound),
+		"device_bound":        cedar.Boolean(r.DeviceBound),
 		"capabilities":        cedar.NewSet(caps...),
 		"is_sensitive_action": cedar.Boolean(r.Sensitive),
 		"tool_name":           cedar.String(r.Tool),
