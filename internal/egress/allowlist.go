@@ -82,6 +82,50 @@ func (a *Allowlist) add(e string) (string, error) {
 	return "." + suffix, nil
 }
 
+// ParseDomainAllowlist parses entries in the grammar of process.run's
+// policy (Palyra's): a name admits itself and every name below it at a
+// label boundary ("corp.local" admits api.corp.local, not evilcorp.local),
+// and a leading "*." or "." changes nothing. As in ParseAllowlist, a
+// suffix needs two labels: a single-label name ("localhost") admits only
+// itself, and "*.com" is refused. IP and CIDR entries are as in
+// ParseAllowlist. Entries returns the ParseAllowlist entries that admit the
+// same hosts ("corp.local" and ".corp.local").
+func ParseDomainAllowlist(entries []string) (*Allowlist, error) {
+	var expanded []string
+	for _, e := range entries {
+		x, err := domainEntries(e)
+		if err != nil {
+			return nil, fmt.Errorf("egress: allowlist entry %q: %w", e, err)
+		}
+		expanded = append(expanded, x...)
+	}
+	return ParseAllowlist(expanded)
+}
+
+// domainEntries returns the ParseAllowlist entries equivalent to e.
+func domainEntries(e string) ([]string, error) {
+	h, ok := normalizeHost(e)
+	if !ok {
+		return []string{e}, nil // refused by ParseAllowlist
+	}
+	name, wild := strings.CutPrefix(h, "*.")
+	if !wild {
+		name, wild = strings.CutPrefix(h, ".")
+	}
+	switch {
+	case !validName(name) && wild:
+		return nil, fmt.Errorf("%w: not a host name", ErrInvalidEntry)
+	case !validName(name):
+		return []string{e}, nil // an IP or CIDR, or refused by ParseAllowlist
+	case !strings.Contains(name, "."):
+		if wild {
+			return nil, fmt.Errorf("%w: suffix %q covers a whole top-level domain", ErrInvalidEntry, name)
+		}
+		return []string{name}, nil
+	}
+	return []string{name, "." + name}, nil
+}
+
 func (a *Allowlist) addPrefix(h string) (string, error) {
 	p, err := netip.ParsePrefix(h)
 	if err != nil {
@@ -112,14 +156,14 @@ func (a *Allowlist) Entries() []string {
 // name resolves to: the proxy still refuses a name that resolves to a special
 // address outside the IP/CIDR entries.
 func (a *Allowlist) AllowsHost(host string) bool {
-	h, ok := normalizeHost(host)
-	if !ok {
+	h, addr, err := parseHost(host)
+	switch {
+	case err != nil:
 		return false
-	}
-	if addr, ok := parseHostLiteral(h); ok {
+	case addr.IsValid():
 		return a.allowsAddr(addr)
 	}
-	return validName(h) && a.allowsName(h)
+	return a.allowsName(h)
 }
 
 // allowsName matches a normalised, valid name against the name entries.

@@ -46,6 +46,12 @@
 //     is no second lookup, so a name cannot be rebound to an internal address
 //     between the check and the dial.
 //
+// Hosts are read by [ParseHost] (and [ParseHostPort]) and matched by an
+// [Allowlist], from [ParseAllowlist] or, in the grammar of process.run's
+// policy, [ParseDomainAllowlist]. These are the only host rules: process.run's
+// preflight (internal/procinput) and skills' http grants use them too, so a
+// host those checks admit is one this proxy admits, in the same spelling.
+//
 // "Special" addresses ([IsSpecial]) are loopback, RFC 1918, CGNAT (100.64/10), link-local
 // (including the 169.254.169.254 metadata address), ULA, multicast,
 // unspecified, 0/8, reserved 240/4 and broadcast, the documentation and

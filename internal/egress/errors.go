@@ -7,6 +7,9 @@ var (
 	// ErrInvalidEntry reports an allowlist entry that is empty, matches
 	// everything, is too broad or is not a valid host name, IP or CIDR.
 	ErrInvalidEntry = errors.New("invalid allowlist entry")
+	// ErrInvalidHost reports a host that is neither a DNS name nor an IP
+	// literal in the forms ParseHost accepts.
+	ErrInvalidHost = errors.New("invalid host")
 	// ErrInvalidConfig reports a Config that New cannot use.
 	ErrInvalidConfig = errors.New("invalid egress config")
 	// ErrSocketInUse reports a socket path that another live listener

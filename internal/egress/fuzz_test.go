@@ -165,3 +165,24 @@ func FuzzParseTarget(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHost: a parsed host is a fixed point, and an allowlist of it
+// admits the host as first written.
+func FuzzParseHost(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := ParseHost(s)
+		if err != nil {
+			return
+		}
+		if again, err := ParseHost(h); err != nil || again != h {
+			t.Fatalf("ParseHost(%q) = %q, which parses as %q, %v", s, h, again, err)
+		}
+		a, err := ParseAllowlist([]string{h})
+		if err != nil || !a.AllowsHost(s) {
+			t.Fatalf("an allowlist of %q (%v) does not admit %q", h, err, s)
+		}
+	})
+}

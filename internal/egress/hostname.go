@@ -1,12 +1,72 @@
 package egress
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 )
 
 // maxNameLen is the longest DNS name in text form, without the trailing dot.
 const maxNameLen = 253
+
+// ParseHost returns a host in the one form that the proxy, the allowlist
+// and process.run's preflight compare: an IP literal in canonical form
+// (IPv6 with or without brackets, IPv4-mapped addresses unmapped, no zone),
+// or a DNS name in lower case without its trailing dot (letters, digits and
+// inner hyphens; labels of 1 to 63 bytes, 253 in all; a last label that is
+// not numeric, so 127.1 and 0x7f.1 are not names). Anything else (non-ASCII,
+// white space, a port, userinfo, percent escapes) is refused with
+// ErrInvalidHost: IDNs are written in punycode.
+func ParseHost(s string) (string, error) {
+	h, _, err := parseHost(s)
+	return h, err
+}
+
+// parseHost is ParseHost, also returning the address of an IP literal.
+func parseHost(s string) (string, netip.Addr, error) {
+	h, ok := normalizeHost(s)
+	if !ok {
+		return "", netip.Addr{}, fmt.Errorf("%w %q", ErrInvalidHost, s)
+	}
+	if a, ok := parseHostLiteral(h); ok {
+		return a.String(), a, nil
+	}
+	if !validName(h) {
+		return "", netip.Addr{}, fmt.Errorf("%w %q", ErrInvalidHost, s)
+	}
+	return h, netip.Addr{}, nil
+}
+
+// ParseHostPort parses "host", "host:port", "[ipv6]", "[ipv6]:port" or an
+// IPv6 literal without brackets, and returns the host as ParseHost does
+// and the port (1 to 65535), 0 when there is none.
+func ParseHostPort(s string) (string, int, error) {
+	host, port, hasPort := s, "", false
+	switch {
+	case strings.HasPrefix(s, "["):
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return "", 0, fmt.Errorf("%w %q", ErrInvalidHost, s)
+		}
+		host = s[:end+1]
+		if rest := s[end+1:]; rest != "" {
+			if port, hasPort = strings.CutPrefix(rest, ":"); !hasPort {
+				return "", 0, fmt.Errorf("%w %q", ErrInvalidHost, s)
+			}
+		}
+	case strings.Count(s, ":") == 1:
+		host, port, hasPort = strings.Cut(s, ":")
+	}
+	h, err := ParseHost(host)
+	if err != nil || !hasPort {
+		return h, 0, err
+	}
+	n, err := parsePort(port)
+	if err != nil {
+		return "", 0, fmt.Errorf("%w %q: %w", ErrInvalidHost, s, err)
+	}
+	return h, n, nil
+}
 
 // normalizeHost lowercases ASCII letters, strips one trailing dot from a
 // name and the brackets from an IPv6 literal. It reports false for

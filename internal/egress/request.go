@@ -133,22 +133,6 @@ func parseTarget(req *http.Request, hostHeader []string) (target, error) {
 	return t, checkHostHeader(hostHeader, t)
 }
 
-// parseHost normalises a requested host: an IP literal (unmapped, no zone)
-// or a valid DNS name.
-func parseHost(s string) (string, netip.Addr, error) {
-	h, ok := normalizeHost(s)
-	if !ok {
-		return "", netip.Addr{}, fmt.Errorf("invalid host %q", s)
-	}
-	if a, ok := parseHostLiteral(h); ok {
-		return a.String(), a, nil
-	}
-	if !validName(h) {
-		return "", netip.Addr{}, fmt.Errorf("invalid host %q", s)
-	}
-	return h, netip.Addr{}, nil
-}
-
 func parsePort(s string) (int, error) {
 	if len(s) == 0 || len(s) > 5 {
 		return 0, fmt.Errorf("invalid port %q", s)
