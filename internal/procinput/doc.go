@@ -66,6 +66,11 @@
 //   - Strict egress hands the declared hosts to the sandbox and refuses
 //     arguments that reach undeclared hosts; IPv6 literals are supported;
 //     URLs that cannot be parsed are refused instead of ignored.
+//   - Hosts are read and allowlists matched by the egress proxy's rules
+//     (egress.ParseHost, egress.ParseDomainAllowlist), so the preflight
+//     and the proxy agree: 127.1, 10.0.0.1. and zoned addresses are not
+//     hosts, a single-label allowlist name matches only itself, and CIDR
+//     entries are accepted.
 //   - Parsing is strict where encoding/json is lenient (see Parse).
 //
 // # What a pre-check cannot do

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/execledger/execledger/internal/egress"
 )
 
 // hostHintKeys mark an option or key whose value is a host (Palyra's list).
@@ -30,9 +32,13 @@ func checkEgress(in *Input, p Policy) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	allow, err := p.egressAllowlist()
+	if err != nil {
+		return nil, err
+	}
 	all := appendUnique(slices.Clone(requested), found...)
 	for _, h := range all {
-		if !hostAllowed(h, p.EgressAllowlist) {
+		if !allow.AllowsHost(h) {
 			return nil, egressDenied(ReasonHostNotAllowlisted, fmt.Sprintf("egress host %q is not allowlisted", h))
 		}
 	}
@@ -51,7 +57,7 @@ func checkEgress(in *Input, p Policy) ([]string, error) {
 func requestedHosts(raw []string) ([]string, error) {
 	var hosts []string
 	for _, r := range raw {
-		h, err := normalizeRequested(r)
+		h, _, err := egress.ParseHostPort(r)
 		if err != nil {
 			return nil, &Error{Kind: KindInvalidInput, Reason: ReasonHostInvalid,
 				Message: fmt.Sprintf("requested egress host %s is not a host name or IP address", short(r)), Err: err}
@@ -129,7 +135,7 @@ func tokenHost(raw string, hint bool) (string, error) {
 }
 
 func hostOrInvalid(h, raw string) (string, error) {
-	n, err := normalizeHost(h)
+	n, err := egress.ParseHost(h)
 	if err != nil {
 		return "", &Error{Kind: KindInvalidInput, Reason: ReasonHostInvalid,
 			Message: fmt.Sprintf("argument %s names an invalid host %s", short(raw), short(h)), Err: err}

@@ -98,8 +98,12 @@ func FuzzCheck(f *testing.F) {
 				}
 			}
 		}
+		allow, err := p.egressAllowlist()
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, h := range plan.EgressHosts {
-			if !hostAllowed(h, p.EgressAllowlist) {
+			if !allow.AllowsHost(h) {
 				t.Fatalf("plan allows egress to %q, not allowlisted", h)
 			}
 		}

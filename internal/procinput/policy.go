@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/execledger/execledger/internal/egress"
 )
 
 // Egress modes.
@@ -62,11 +64,16 @@ type Policy struct {
 	AllowDetached bool
 	// EgressMode is EgressNone, EgressPreflight or EgressStrict.
 	EgressMode string
-	// EgressAllowlist holds host names and IP addresses. A name matches
-	// itself and every name below it at a label boundary: "corp.local"
-	// matches "api.corp.local" but not "evilcorp.local". A leading "*." or
-	// "." is ignored. Matching is case-insensitive and ignores a trailing
-	// dot; IP addresses match exactly.
+	// EgressAllowlist holds host names, IP addresses and CIDR ranges, read
+	// by egress.ParseDomainAllowlist: the proxy's rules, in Palyra's
+	// grammar. A name of two labels or more matches itself and every name
+	// below it at a label boundary: "corp.local" matches "api.corp.local"
+	// but not "evilcorp.local"; a single-label name ("localhost") matches
+	// only itself. A leading "*." or "." is ignored ("*.com" is refused as
+	// too broad). Matching is case-insensitive and ignores a trailing dot;
+	// names are ASCII (IDNs in punycode); IP addresses match exactly or by
+	// range. Hosts, in requests and arguments, are read by egress.ParseHost,
+	// as the proxy reads them.
 	EgressAllowlist []string
 	// WorkspaceRoot is the run's workspace, an absolute path. It is
 	// canonicalised (symlinks resolved) on every Check.
@@ -132,12 +139,17 @@ func (p Policy) validate() error {
 			return fmt.Errorf("%w: AllowedExecutables entry %q is not a bare program name", ErrInvalidPolicy, e)
 		}
 	}
-	for _, h := range p.EgressAllowlist {
-		if _, err := allowlistEntry(h); err != nil {
-			return fmt.Errorf("%w: EgressAllowlist entry %q: %w", ErrInvalidPolicy, h, err)
-		}
+	_, err := p.egressAllowlist()
+	return err
+}
+
+// egressAllowlist parses EgressAllowlist with the egress proxy's rules.
+func (p Policy) egressAllowlist() (*egress.Allowlist, error) {
+	a, err := egress.ParseDomainAllowlist(p.EgressAllowlist)
+	if err != nil {
+		return nil, fmt.Errorf("%w: EgressAllowlist: %w", ErrInvalidPolicy, err)
 	}
-	return nil
+	return a, nil
 }
 
 // checkPathOutside refuses PATH entries inside the canonical workspace root.
