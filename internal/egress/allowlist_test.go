@@ -44,16 +44,7 @@ func TestAllowsHost(t *testing.T) {
 		"api.example.com:443", "api..corp.local", "*.corp.local", ".corp.local", "api.corp.local..",
 		"\u212Aey.corp.local", "127.1", "fe80::1%eth0", "[api.example.com]", "a_b.corp.local",
 	}
-	for _, h := range allowed {
-		if !a.AllowsHost(h) {
-			t.Errorf("AllowsHost(%q) = false", h)
-		}
-	}
-	for _, h := range denied {
-		if a.AllowsHost(h) {
-			t.Errorf("AllowsHost(%q) = true", h)
-		}
-	}
+	checkAllows(t, a, allowed, denied)
 	want := []string{
 		"*.corp.local"[1:], ".svc.example.org", "10.1.2.3", "172.16.0.0/12", "192.168.0.0/16",
 		"2001:db8::/32", "api.example.com", "fd00::1", "intranet", "xn--bcher-kva.de",
@@ -77,6 +68,21 @@ func TestEmptyAndNilAllowlists(t *testing.T) {
 	for _, a := range []*Allowlist{empty, nilList} {
 		if a.AllowsHost("example.com") || a.AllowsHost("127.0.0.1") || len(a.Entries()) != 0 {
 			t.Errorf("%v allows something", a)
+		}
+	}
+}
+
+// checkAllows requires a to admit every host of allowed and none of denied.
+func checkAllows(t *testing.T, a *Allowlist, allowed, denied []string) {
+	t.Helper()
+	for _, h := range allowed {
+		if !a.AllowsHost(h) {
+			t.Errorf("AllowsHost(%q) = false", h)
+		}
+	}
+	for _, h := range denied {
+		if a.AllowsHost(h) {
+			t.Errorf("AllowsHost(%q) = true", h)
 		}
 	}
 }
