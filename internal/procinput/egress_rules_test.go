@@ -28,9 +28,9 @@ var ruleHosts = []string{
 	"example..com", "-example.com", "example-.com", "under_score.example.com", "", ".", "*.example.com", " example.com",
 }
 
-// rulePolicy is a policy allowlist and the same allowlist in the
-// proxy's grammar, where a name admits only itself and ".name" its
-// subdomains.
+// rulePolicy is a policy allowlist; ruleProxyEntries is the same
+// allowlist in the proxy's grammar, where a name admits only itself and
+// ".name" its subdomains (TestEgressAllowlistIsTheProxys).
 var (
 	rulePolicy       = []string{"example.com", "*.corp.local", "localhost", "xn--bcher-kva.de", "10.0.0.1", "::1"}
 	ruleProxyEntries = []string{"example.com", ".example.com", "corp.local", ".corp.local", "localhost", "xn--bcher-kva.de",
@@ -47,6 +47,7 @@ func TestPreflightAndProxyAgree(t *testing.T) {
 	proxy := startRuleProxy(t, allow)
 	p := ws.policy()
 	p.EgressAllowlist = rulePolicy
+	admitted := 0
 	for _, h := range ruleHosts {
 		_, err := Check(&Input{Command: "true", RequestedEgressHosts: []string{h}}, p)
 		preflight := err == nil
@@ -56,6 +57,12 @@ func TestPreflightAndProxyAgree(t *testing.T) {
 		if got := proxy.admits(t, h); got != preflight {
 			t.Errorf("host %q: preflight admits %v (%v), the proxy %v", h, preflight, err, got)
 		}
+		if preflight {
+			admitted++
+		}
+	}
+	if admitted < 10 || admitted > len(ruleHosts)-10 {
+		t.Fatalf("%d of %d hosts admitted: the table no longer tells the rules apart", admitted, len(ruleHosts))
 	}
 }
 
@@ -66,11 +73,13 @@ func TestDeclaredHostsReachTheProxy(t *testing.T) {
 	ws := newTestWorkspace(t)
 	p := ws.policy()
 	p.EgressMode, p.EgressAllowlist = EgressStrict, rulePolicy
+	accepted := 0
 	for _, h := range ruleHosts {
 		plan, err := Check(&Input{Command: "true", RequestedEgressHosts: []string{h}}, p)
 		if err != nil {
 			continue
 		}
+		accepted++
 		allow, err := egress.ParseAllowlist(plan.EgressHosts)
 		if err != nil {
 			t.Errorf("host %q: declared hosts %q: %v", h, plan.EgressHosts, err)
@@ -79,6 +88,9 @@ func TestDeclaredHostsReachTheProxy(t *testing.T) {
 		if !startRuleProxy(t, allow).admits(t, h) {
 			t.Errorf("host %q: accepted as %q, but the proxy does not admit it", h, plan.EgressHosts)
 		}
+	}
+	if accepted < 10 {
+		t.Fatalf("only %d hosts accepted: the test checks almost nothing", accepted)
 	}
 }
 
