@@ -23,8 +23,13 @@ type launch struct {
 // be read, and is a refusal: what the program would start is unknown.
 type launchRule func(args []string) (launch, error)
 
-// maxLaunchDepth bounds launchers starting launchers (env timeout env ...).
-const maxLaunchDepth = 8
+// maxLaunchDepth bounds launchers starting launchers (env timeout env ...),
+// and maxLaunched the programs checked for one command (find starts one
+// per action).
+const (
+	maxLaunchDepth = 8
+	maxLaunched    = 256
+)
 
 // launchRules covers Palyra's gap #1: allowlisted programs that start
 // other programs, shells included, whatever the allowlist says. Keyed by
@@ -108,11 +113,18 @@ func checkStarted(cmd string, args []string) error {
 // for the programs those start, depth first; it refuses launch forms the
 // policy does not allow and forms whose command cannot be read.
 func eachLaunched(cmd string, args []string, p Policy, visit func(cmd string, args []string) error) error {
-	return walkLaunched(cmd, args, p, nil, visit)
+	w := launchWalk{policy: p, visit: visit, left: maxLaunched}
+	return w.walk(cmd, args, nil)
 }
 
-// walkLaunched is eachLaunched for a program started through via.
-func walkLaunched(cmd string, args []string, p Policy, via []string, visit func(string, []string) error) error {
+type launchWalk struct {
+	policy Policy
+	visit  func(cmd string, args []string) error
+	left   int // programs that may still be visited
+}
+
+// walk applies the rules to what a program started through via starts.
+func (w *launchWalk) walk(cmd string, args []string, via []string) error {
 	rule := launchRuleFor(programName(cmd))
 	if rule == nil {
 		return nil
@@ -124,7 +136,7 @@ func walkLaunched(cmd string, args []string, p Policy, via []string, visit func(
 			"the arguments of %s cannot be read (%v), so what it would start cannot be checked", cmd, err)))
 	case l.form == "":
 		return nil
-	case !p.AllowInterpreters:
+	case !w.policy.AllowInterpreters:
 		return through(via, capabilityDenied(ReasonLauncherDenied, fmt.Sprintf(
 			"%s, which can start a shell that no allowlist checks; the policy must set AllowInterpreters to allow it", l.form)))
 	case l.unchecked:
@@ -133,13 +145,17 @@ func walkLaunched(cmd string, args []string, p Policy, via []string, visit func(
 	case len(l.commands) > 0 && len(via) == maxLaunchDepth:
 		return through(via, capabilityDenied(ReasonLauncherDenied, fmt.Sprintf(
 			"launchers nested more than %d deep", maxLaunchDepth)))
+	case len(l.commands) > w.left:
+		return through(via, capabilityDenied(ReasonLauncherDenied, fmt.Sprintf(
+			"launchers start more than %d programs", maxLaunched)))
 	}
+	w.left -= len(l.commands)
 	inner := append(via[:len(via):len(via)], l.form)
 	for _, c := range l.commands {
-		if err := visit(c[0], c[1:]); err != nil {
+		if err := w.visit(c[0], c[1:]); err != nil {
 			return through(inner, err)
 		}
-		if err := walkLaunched(c[0], c[1:], p, inner, visit); err != nil {
+		if err := w.walk(c[0], c[1:], inner); err != nil {
 			return err
 		}
 	}

@@ -227,3 +227,21 @@ func TestCheckLaunchersLookThrough(t *testing.T) {
 	}
 	runCheckCases(t, ws, cases)
 }
+
+// TestCheckLaunchedProgramsBounded: one command may start at most
+// maxLaunched programs through its launchers.
+func TestCheckLaunchedProgramsBounded(t *testing.T) {
+	ws := newTestWorkspace(t)
+	find := func(actions int) Input {
+		args := []string{"."}
+		for range actions {
+			args = append(args, "-exec", "ls", ";")
+		}
+		return Input{Command: "find", Args: args}
+	}
+	policy := func(p *Policy) { p.AllowInterpreters, p.MaxArgs = true, 1000 }
+	runCheckCases(t, ws, []checkCase{
+		{name: "256 actions", in: find(maxLaunched), policy: policy},
+		{name: "257 actions", in: find(maxLaunched + 1), policy: policy, want: ReasonLauncherDenied},
+	})
+}
