@@ -29,6 +29,31 @@ func (f flag) id() string {
 	return f.short[:1]
 }
 
+// flags builds an option table from specs "SHORT:LONG" as --help lists
+// them: SHORT holds the one-letter names (none, or aliases), LONG the long
+// names separated by '|' (none allowed); a trailing "=" marks an option
+// taking a value, "[=]" one taking an attached value only.
+// flags("k:kill-after=", "n:nonblock|nb", "E:=", ":help").
+func flags(specs ...string) []flag {
+	fs := make([]flag, 0, len(specs))
+	for _, s := range specs {
+		var f flag
+		switch {
+		case strings.HasSuffix(s, "[=]"):
+			s, f.arg = strings.TrimSuffix(s, "[=]"), optionalArg
+		case strings.HasSuffix(s, "="):
+			s, f.arg = strings.TrimSuffix(s, "="), requiredArg
+		}
+		short, long, _ := strings.Cut(s, ":")
+		f.short = short
+		if long != "" {
+			f.long = strings.Split(long, "|")
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
 // An opt is an option read from the command line.
 type opt struct {
 	id    string // the flag's id

@@ -7,21 +7,9 @@ import (
 )
 
 // envFlags are GNU env's options (coreutils 9; --argv0 from 9.5).
-var envFlags = []flag{
-	{short: "i", long: []string{"ignore-environment"}},
-	{short: "0", long: []string{"null"}},
-	{short: "u", long: []string{"unset"}, arg: requiredArg},
-	{short: "C", long: []string{"chdir"}, arg: requiredArg},
-	{short: "S", long: []string{"split-string"}, arg: requiredArg},
-	{short: "a", long: []string{"argv0"}, arg: requiredArg},
-	{short: "v", long: []string{"debug"}},
-	{long: []string{"block-signal"}, arg: optionalArg},
-	{long: []string{"default-signal"}, arg: optionalArg},
-	{long: []string{"ignore-signal"}, arg: optionalArg},
-	{long: []string{"list-signal-handling"}},
-	{long: []string{"help"}},
-	{long: []string{"version"}},
-}
+var envFlags = flags("i:ignore-environment", "0:null", "u:unset=", "C:chdir=", "S:split-string=", "a:argv0=",
+	"v:debug", ":block-signal[=]", ":default-signal[=]", ":ignore-signal[=]", ":list-signal-handling",
+	":help", ":version")
 
 // maxEnvSplits bounds -S inside -S.
 const maxEnvSplits = 16

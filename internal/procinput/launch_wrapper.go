@@ -4,14 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
-)
-
-// The options every GNU coreutils and util-linux program has.
-var (
-	gnuStandard  = []flag{{long: []string{"help"}}, {long: []string{"version"}}}
-	utilStandard = []flag{{short: "h", long: []string{"help"}}, {short: "V", long: []string{"version"}}}
 )
 
 // A wrapper starts the command that follows its options and a fixed
@@ -25,46 +18,25 @@ type wrapper struct {
 	onPIDs   []string             // options that make it act on running processes, starting nothing
 }
 
+// The options of coreutils programs (gnu) and util-linux ones (util).
+const gnuHelp, gnuVersion, utilHelp, utilVersion = ":help", ":version", "h:help", "V:version"
+
 var (
-	nohupLaunch   = wrapper{name: "nohup", flags: gnuStandard}.launch
-	stdbufLaunch  = wrapper{name: "stdbuf", flags: withFlags(gnuStandard, "i", "input", "o", "output", "e", "error")}.launch
-	setsidLaunch  = wrapper{name: "setsid", flags: append(slices.Clip(utilStandard), flag{short: "c", long: []string{"ctty"}}, flag{short: "f", long: []string{"fork"}}, flag{short: "w", long: []string{"wait"}})}.launch
-	timeoutLaunch = wrapper{name: "timeout", count: 1, operands: duration, flags: append(
-		withFlags(gnuStandard, "k", "kill-after", "s", "signal"),
-		flag{short: "f", long: []string{"foreground"}}, flag{short: "p", long: []string{"preserve-status"}},
-		flag{short: "v", long: []string{"verbose"}})}.launch
-	ioniceLaunch = wrapper{name: "ionice", onPIDs: []string{"pid", "pgid", "uid"}, flags: append(
-		withFlags(utilStandard, "c", "class", "n", "classdata", "p", "pid", "P", "pgid", "u", "uid"),
-		flag{short: "t", long: []string{"ignore"}})}.launch
-	chrtLaunch = wrapper{name: "chrt", count: 1, operands: integer, onPIDs: []string{"pid"}, flags: append(
-		withFlags(utilStandard, "T", "sched-runtime", "P", "sched-period", "D", "sched-deadline"),
-		noArgFlags("a", "all-tasks", "b", "batch", "d", "deadline", "f", "fifo", "i", "idle", "o", "other",
-			"r", "rr", "R", "reset-on-fork", "m", "max", "p", "pid", "v", "verbose")...)}.launch
-	tasksetLaunch = wrapper{name: "taskset", count: 1, onPIDs: []string{"pid"},
-		flags: append(slices.Clip(utilStandard), noArgFlags("a", "all-tasks", "c", "cpu-list", "p", "pid")...)}.launch
-	timeLaunch = wrapper{name: "time", flags: append(withFlags([]flag{{short: "V", long: []string{"version"}}, {long: []string{"help"}}},
-		"f", "format", "o", "output"), noArgFlags("a", "append", "p", "portability", "q", "quiet", "v", "verbose")...)}.launch
+	nohupLaunch   = wrapper{name: "nohup", flags: flags(gnuHelp, gnuVersion)}.launch
+	stdbufLaunch  = wrapper{name: "stdbuf", flags: flags(gnuHelp, gnuVersion, "i:input=", "o:output=", "e:error=")}.launch
+	setsidLaunch  = wrapper{name: "setsid", flags: flags(utilHelp, utilVersion, "c:ctty", "f:fork", "w:wait")}.launch
+	timeoutLaunch = wrapper{name: "timeout", count: 1, operands: duration, flags: flags(gnuHelp, gnuVersion,
+		"k:kill-after=", "s:signal=", "f:foreground", "p:preserve-status", "v:verbose")}.launch
+	ioniceLaunch = wrapper{name: "ionice", onPIDs: []string{"pid", "pgid", "uid"}, flags: flags(utilHelp, utilVersion,
+		"c:class=", "n:classdata=", "p:pid=", "P:pgid=", "u:uid=", "t:ignore")}.launch
+	chrtLaunch = wrapper{name: "chrt", count: 1, operands: integer, onPIDs: []string{"pid"}, flags: flags(utilHelp, utilVersion,
+		"a:all-tasks", "b:batch", "d:deadline", "f:fifo", "i:idle", "o:other", "r:rr", "R:reset-on-fork",
+		"T:sched-runtime=", "P:sched-period=", "D:sched-deadline=", "m:max", "p:pid", "v:verbose")}.launch
+	tasksetLaunch = wrapper{name: "taskset", count: 1, onPIDs: []string{"pid"}, flags: flags(utilHelp, utilVersion,
+		"a:all-tasks", "c:cpu-list", "p:pid")}.launch
+	timeLaunch = wrapper{name: "time", flags: flags(gnuHelp, "V:version",
+		"a:append", "f:format=", "o:output=", "p:portability", "q:quiet", "v:verbose")}.launch
 )
-
-// withFlags returns base and options taking a value, given as pairs of
-// short and long name.
-func withFlags(base []flag, pairs ...string) []flag {
-	fs := slices.Clip(base)
-	for i := 0; i < len(pairs); i += 2 {
-		fs = append(fs, flag{short: pairs[i], long: []string{pairs[i+1]}, arg: requiredArg})
-	}
-	return fs
-}
-
-// noArgFlags returns options without a value, given as pairs of short
-// and long name.
-func noArgFlags(pairs ...string) []flag {
-	var fs []flag
-	for i := 0; i < len(pairs); i += 2 {
-		fs = append(fs, flag{short: pairs[i], long: []string{pairs[i+1]}})
-	}
-	return fs
-}
 
 func (w wrapper) launch(args []string) (launch, error) {
 	opts, i, err := parseOpts(w.flags, args)
@@ -106,7 +78,7 @@ func integer(ops []string) error {
 	return nil
 }
 
-var niceFlags = withFlags(gnuStandard, "n", "adjustment")
+var niceFlags = flags(gnuHelp, gnuVersion, "n:adjustment=")
 
 // niceLaunch reads nice's options, among which coreutils also accepts an
 // adjustment written -N, --N or -+N, then the command, if any.
@@ -141,12 +113,8 @@ func trimOneDash(a string) string {
 	return a[1:]
 }
 
-var flockFlags = append(withFlags(utilStandard, "E", "conflict-exit-code"),
-	flag{short: "w", long: []string{"timeout", "wait"}, arg: requiredArg},
-	flag{short: "s", long: []string{"shared"}}, flag{short: "xe", long: []string{"exclusive"}},
-	flag{short: "u", long: []string{"unlock"}}, flag{short: "n", long: []string{"nonblock", "nb"}},
-	flag{short: "o", long: []string{"close"}}, flag{short: "F", long: []string{"no-fork"}},
-	flag{long: []string{"verbose"}})
+var flockFlags = flags(utilHelp, utilVersion, "s:shared", "xe:exclusive", "u:unlock", "n:nonblock|nb",
+	"w:timeout|wait=", "E:conflict-exit-code=", "o:close", "F:no-fork", ":verbose")
 
 // flockLaunch reads util-linux flock: options, the lock file (or a file
 // descriptor number, starting nothing), then either -c/--command and a
@@ -171,17 +139,10 @@ func flockLaunch(args []string) (launch, error) {
 	return l, nil
 }
 
-var xargsFlags = append(withFlags(gnuStandard, "a", "arg-file", "d", "delimiter", "L", "max-lines",
-	"n", "max-args", "P", "max-procs", "s", "max-chars"),
-	flag{short: "E", arg: requiredArg}, flag{short: "I", arg: requiredArg},
-	flag{short: "e", long: []string{"eof"}, arg: optionalArg},
-	flag{short: "i", long: []string{"replace"}, arg: optionalArg},
-	flag{short: "l", arg: optionalArg},
-	flag{long: []string{"process-slot-var"}, arg: requiredArg},
-	flag{short: "0", long: []string{"null"}}, flag{short: "o", long: []string{"open-tty"}},
-	flag{short: "p", long: []string{"interactive"}}, flag{short: "r", long: []string{"no-run-if-empty"}},
-	flag{short: "t", long: []string{"verbose"}}, flag{short: "x", long: []string{"exit"}},
-	flag{long: []string{"show-limits"}})
+var xargsFlags = flags(gnuHelp, gnuVersion, "0:null", "a:arg-file=", "d:delimiter=", "E:=", "e:eof[=]",
+	"I:=", "i:replace[=]", "L:max-lines=", "l:[=]", "n:max-args=", "o:open-tty", "P:max-procs=",
+	"p:interactive", ":process-slot-var=", "r:no-run-if-empty", "s:max-chars=", ":show-limits",
+	"t:verbose", "x:exit")
 
 // xargsLaunch reads GNU xargs: options, then the command (echo when none)
 // to which it adds words read from its input. A program named by the
