@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/execledger/execledger/internal/egress"
 )
 
 // EnvPrefix starts every environment variable that overrides a key.
@@ -71,7 +73,7 @@ type Process struct {
 	AllowedExecutables []string `toml:"allowed_executables"` // case-insensitive names; "*" = any
 	AllowInterpreters  bool     `toml:"allow_interpreters"`  // sh, python, node, ... and launchers that spawn them
 	EgressMode         string   `toml:"egress_mode"`         // none, preflight or strict
-	EgressAllowlist    []string `toml:"egress_allowlist"`    // hosts, exact or .suffix
+	EgressAllowlist    []string `toml:"egress_allowlist"`    // host names (each admits itself and its subdomains), IP addresses, CIDR ranges
 	MaxTimeout         Duration `toml:"max_timeout"`         // the longest timeout_ms honoured
 	OutputLimitBytes   int      `toml:"output_limit_bytes"`  // stdout and stderr together
 	KillGrace          Duration `toml:"kill_grace"`          // between TERM and KILL
@@ -261,6 +263,9 @@ func (c Config) Validate() error {
 	}
 	if p.EgressMode != "none" && p.EgressMode != "preflight" && p.EgressMode != "strict" {
 		errs = append(errs, fmt.Errorf("process_run.egress_mode: %q is not none, preflight or strict", p.EgressMode))
+	}
+	if _, err := egress.ParseDomainAllowlist(p.EgressAllowlist); err != nil {
+		errs = append(errs, fmt.Errorf("process_run.egress_allowlist: %w", err))
 	}
 	if p.Enabled && p.WorkspaceRoot == "" {
 		errs = append(errs, errors.New("process_run.workspace_root: must not be empty"))

@@ -86,6 +86,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"bad port list":      {env: []string{"EXECLEDGER_PROCESS_RUN_EGRESS_PORTS=80,http"}, want: "EXECLEDGER_PROCESS_RUN_EGRESS_PORTS"},
 		"long lifetime":      {env: []string{"EXECLEDGER_PROCESS_RUN_MAX_BACKGROUND_LIFETIME=31m"}, want: "max_background_lifetime"},
 		"bad cgroups":        {env: []string{"EXECLEDGER_PROCESS_RUN_CGROUPS=maybe"}, want: "process_run.cgroups"},
+		"bad allowlist":      {env: []string{"EXECLEDGER_PROCESS_RUN_EGRESS_ALLOWLIST=*.com"}, want: "process_run.egress_allowlist"},
 		"low uid base":       {env: []string{"EXECLEDGER_PROCESS_RUN_UID_BASE=0"}, want: "uid_base"},
 		"malformed toml":     {file: "[serve\n", want: "execledger.toml"},
 		"wrong type in file": {file: "[database]\nmax_conns = \"x\"\n", want: "max_conns"},
