@@ -13,8 +13,9 @@ import (
 
 // Descriptors of the init besides stdio.
 const (
-	specFD  = 3
-	usageFD = 4
+	specFD     = 3
+	usageFD    = 4
+	lifelineFD = 5 // with Spec.Lifeline
 )
 
 // Command builds the command that re-executes self as the init of spec:

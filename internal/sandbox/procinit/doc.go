@@ -7,7 +7,9 @@
 // hidden subcommand Hidden (see Command). That process, the init, runs Main:
 //
 //  1. it reads the Spec from descriptor 3 and marks every descriptor above 2
-//     close-on-exec, so the target inherits only stdin, stdout and stderr;
+//     close-on-exec, so the target inherits only stdin, stdout and stderr,
+//     and makes itself non-dumpable, so that a target of its own uid (tier
+//     C) cannot reach its descriptors through /proc and forge its report;
 //  2. it becomes a child subreaper, so daemons that escape with setsid and a
 //     double fork are reparented to it rather than to the system's init;
 //  3. it sets the rlimits on itself (the target inherits them) and, when
@@ -16,14 +18,21 @@
 //     every connection to a Unix socket (tier C's path to the egress proxy);
 //  5. it starts the target in a process group of its own, forwards SIGTERM,
 //     SIGINT and SIGHUP to that group and reaps every child it is given;
+//     with Spec.Lifeline it watches descriptor 5, a pipe only the launcher
+//     writes to, and kills that group once the launcher is gone (or never
+//     starts the target when it is gone already);
 //  6. when the target ends it SIGKILLs every remaining descendant, reaps
 //     them, closes the bridge, reports a Usage on descriptor 4 when one is
 //     open, and exits with the target's status (128+signal when a signal
 //     ended it).
 //
-// Tier C runs the same init inside bubblewrap when a call has strict egress:
-// the spec comes from SpecFile on descriptor 3, and the sandbox's limits
-// are set on bubblewrap's pid 1 with Limits.ApplyTo before the init starts.
+// Tier C runs the same init inside bubblewrap for every call: the spec
+// comes from SpecFile on descriptor 3, the usage report goes to descriptor
+// 4, the lifeline is descriptor 5, and the sandbox's limits are set on
+// bubblewrap's pid 1 with Limits.ApplyTo before the init starts. There the
+// init is not the launcher's child (bubblewrap's pid 1 is its parent), so
+// its parent-death signal cannot stand for the launcher's death: the
+// lifeline does.
 //
 // The binary's main dispatches to Main before doing anything else:
 //

@@ -58,6 +58,10 @@ func run() (Usage, error) {
 	if err != nil {
 		return Usage{ExitCode: ExitInitFailed}, err
 	}
+	lost, err := watchLifeline(spec.Lifeline)
+	if err != nil {
+		return Usage{ExitCode: ExitInitFailed}, err
+	}
 	if err := setup(spec); err != nil {
 		return Usage{ExitCode: ExitInitFailed}, err
 	}
@@ -72,6 +76,9 @@ func run() (Usage, error) {
 	signal.Notify(signals, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)
 	defer signal.Stop(signals)
 
+	if spec.Lifeline && launcherGone() {
+		return Usage{ExitCode: ExitInitFailed}, errLauncherGone
+	}
 	cmd := targetCommand(spec)
 	if err := cmd.Start(); err != nil {
 		code := ExitCannotExecute
@@ -80,12 +87,13 @@ func run() (Usage, error) {
 		}
 		return Usage{ExitCode: code}, fmt.Errorf("start target: %w", err)
 	}
-	status := waitTarget(cmd.Process.Pid, signals)
+	ended := waitTarget(cmd.Process.Pid, signals, lost)
 	// The target led its process group: kill what is left of it and every
 	// other process below the init.
 	usage := Usage{DescendantsKilled: killDescendants(cmd.Process.Pid, time.Now().Add(killTimeout))}
 	_ = cmd.Process.Release()
-	usage.ExitCode, usage.Signal = exitStatus(status)
+	usage.ExitCode, usage.Signal = exitStatus(ended.status)
+	usage.TargetCPUMS = ended.cpuMS
 	addRusage(&usage)
 	return usage, nil
 }
@@ -109,6 +117,13 @@ func readSpec() (Spec, error) {
 func setup(spec Spec) error {
 	if err := closeOnExecAbove(); err != nil {
 		return err
+	}
+	// Not dumpable: a process of the same uid (the target, in tier C) can
+	// then neither open the init's descriptors through /proc/<pid>/fd —
+	// the usage report's pipe among them, where it could write a forged
+	// report first — nor trace it. execve gives the target its own flag.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
@@ -189,19 +204,25 @@ func targetCommand(spec Spec) *exec.Cmd {
 }
 
 // waitTarget reaps children until the target has ended, forwarding
-// termination signals to the target's process group meanwhile.
-func waitTarget(target int, signals <-chan os.Signal) unix.WaitStatus {
+// termination signals to the target's process group meanwhile. When lost
+// is closed (the launcher is gone) it kills that group.
+func waitTarget(target int, signals <-chan os.Signal, lost <-chan struct{}) reapResult {
 	tick := time.NewTicker(reapInterval)
 	defer tick.Stop()
 	for {
 		if res := reapChildren(target); res.target {
-			return res.status
+			return res
 		}
 		select {
 		case s := <-signals:
 			if s != unix.SIGCHLD {
 				_ = unix.Kill(-target, s.(syscall.Signal))
 			}
+		case <-lost:
+			fmt.Fprintf(os.Stderr, "sandbox init: %v: killing the target\n", errLauncherGone)
+			_ = unix.Kill(-target, unix.SIGKILL)
+			_ = unix.Kill(target, unix.SIGKILL) // should it have left its group
+			lost = nil
 		case <-tick.C:
 		}
 	}

@@ -220,6 +220,10 @@ func TestCPULimitKillsBusyLoop(t *testing.T) {
 	if r.usage.CPUUserMS+r.usage.CPUSysMS < 500 {
 		t.Errorf("usage %+v: stopped before it had used the CPU limit", r.usage)
 	}
+	// The loop is the target itself: its own time is all of it.
+	if r.usage.TargetCPUMS < 500 || r.usage.TargetCPUMS > r.usage.CPUUserMS+r.usage.CPUSysMS+1 {
+		t.Errorf("usage %+v: the target's own CPU time is not the loop's", r.usage)
+	}
 	if d := time.Since(begin); d > 10*time.Second {
 		t.Errorf("took %v", d)
 	}

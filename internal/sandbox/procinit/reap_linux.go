@@ -14,7 +14,8 @@ import (
 type reapResult struct {
 	target     bool // the target was reaped
 	status     unix.WaitStatus
-	noChildren bool // waitpid reported ECHILD
+	cpuMS      int64 // the target's user and system time
+	noChildren bool  // waitpid reported ECHILD
 }
 
 // reapChildren collects every child that has ended, without blocking. The
@@ -23,7 +24,8 @@ func reapChildren(target int) reapResult {
 	var res reapResult
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		var ru unix.Rusage
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, &ru)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
@@ -34,6 +36,7 @@ func reapChildren(target int) reapResult {
 			return res
 		case pid == target:
 			res.target, res.status = true, ws
+			res.cpuMS = ru.Utime.Nano()/1e6 + ru.Stime.Nano()/1e6
 		}
 	}
 }

@@ -91,6 +91,13 @@ type Spec struct {
 	// Bridge, when set, makes the init relay a TCP listener to a Unix
 	// socket for as long as the target runs (see Bridge).
 	Bridge *Bridge `json:"bridge,omitempty"`
+	// Lifeline ties the sandbox to its launcher when the init is not the
+	// launcher's own child (tier C, under bubblewrap): descriptor 5 is the
+	// read end of a pipe whose write end only the launcher holds. Once
+	// that end is closed — the launcher died, even of SIGKILL — the init
+	// does not start the target, or kills the target's process group
+	// (SIGKILL) and then, as always, every other descendant.
+	Lifeline bool `json:"lifeline,omitempty"`
 }
 
 // Bridge is tier C's way to the egress proxy: inside the sandbox's

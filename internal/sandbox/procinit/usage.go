@@ -20,6 +20,11 @@ type Usage struct {
 	CPUUserMS int64 `json:"cpu_user_ms"`
 	CPUSysMS  int64 `json:"cpu_sys_ms"`
 	MaxRSSKB  int64 `json:"max_rss_kb"`
+	// TargetCPUMS is the target's own CPU time, user and system (with
+	// that of the children it waited for), from the wait that reaped it:
+	// RLIMIT_CPU counts each process's own time, so this is what tells a
+	// target the CPU limit ended from one killed by someone else.
+	TargetCPUMS int64 `json:"target_cpu_ms"`
 	// DescendantsKilled counts the processes still alive when the target
 	// ended, which the init SIGKILLed.
 	DescendantsKilled int `json:"descendants_killed"`
