@@ -62,7 +62,9 @@
 // the host to call once the fuel and floor are set.
 //
 // Fuel measures the module's own work only. Host functions it imports cost
-// nothing here, and an engine's own limits are not metered: a call that
+// nothing here unless the host charges for them with Charge, which takes
+// from the same global (so that a charge that does not fit ends the call
+// as running out in code does). An engine's own limits are not metered: a call that
 // overflows the engine's call stack traps at a depth that depends on the
 // engine (2,000 frames in wazero's interpreter, millions in its compiler),
 // so the fuel such a call used differs between engines. It ends with the

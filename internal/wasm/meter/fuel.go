@@ -34,6 +34,30 @@ func Fuel(mod api.Module) (int64, error) {
 	return int64(g.Get()), nil
 }
 
+// Charge takes cost from the fuel left in an instance of an instrumented
+// module, for work done on its behalf outside its code: a host function
+// it calls charges for that work before doing it. It returns the fuel
+// left, negative when the cost did not fit. The caller must then end the
+// call (a host function traps, e.g. by panicking), which ends as code
+// that ran out of fuel does: with Fuel negative. Fuel already negative
+// is left as it is.
+func Charge(mod api.Module, cost int64) (int64, error) {
+	g, err := fuelGlobal(mod)
+	if err != nil {
+		return 0, err
+	}
+	if cost < 0 {
+		return 0, fmt.Errorf("meter: cost %d is negative", cost)
+	}
+	left := int64(g.Get())
+	if left < 0 || cost == 0 {
+		return left, nil
+	}
+	left -= cost // no overflow: left >= 0
+	g.Set(api.EncodeI64(left))
+	return left, nil
+}
+
 // SetFloor sets the floor of an instance of a module instrumented with
 // Options.Yield: the next fuel check that finds the fuel below it calls
 // the host's yield. floor = max(0, fuel-quantum) has yield called once

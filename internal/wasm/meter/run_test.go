@@ -269,3 +269,28 @@ func TestFuelNeedsAMeteredModule(t *testing.T) {
 		t.Error("SetFuel accepted negative fuel")
 	}
 }
+
+// TestCharge checks that a host's charge comes off the fuel, may take it
+// below zero as running out in code does, and leaves fuel already
+// negative as it is.
+func TestCharge(t *testing.T) {
+	t.Parallel()
+	e := engines()[1]
+	mod := instantiate(t, e, mustInstrument(t, compileWAT(t, "loop"), Options{InitialFuel: 100}))
+	steps := []struct{ cost, want int64 }{{0, 100}, {30, 70}, {70, 0}, {5, -5}, {1 << 62, -5}}
+	for _, s := range steps {
+		left, err := Charge(mod, s.cost)
+		if err != nil || left != s.want {
+			t.Fatalf("Charge(%d) = %d, %v; want %d", s.cost, left, err, s.want)
+		}
+		if f, _ := Fuel(mod); f != s.want {
+			t.Fatalf("Fuel after Charge(%d) = %d, want %d", s.cost, f, s.want)
+		}
+	}
+	if _, err := Charge(mod, -1); err == nil {
+		t.Error("Charge accepted a negative cost")
+	}
+	if _, err := Charge(instantiate(t, e, compileWAT(t, "loop")), 1); !errors.Is(err, ErrNotMetered) {
+		t.Errorf("Charge on an uninstrumented module: %v, want ErrNotMetered", err)
+	}
+}
