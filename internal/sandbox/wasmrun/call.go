@@ -27,9 +27,9 @@ type callState struct {
 
 // execute runs entry e of p in a fresh instance with input, and closes the
 // instance. The call ends by deadline (or ctx's, if earlier): a module
-// that yields (fuelMeter.yields) checks it at every yield, as do the host
-// functions that wait, so it costs no timer; with a meter that does not
-// yield, a context with the deadline closes the module instead.
+// that yields (fuelMeter.yields) checks it at every yield, as does every
+// host function (callCaps.enter), so it costs no timer; with a meter that
+// does not yield, a context with the deadline closes the module instead.
 func (t *Tool) execute(ctx context.Context, deadline time.Time, p *program, e entry, input []byte) executor.Result {
 	cfg := &t.h.cfg
 	began := time.Now()
@@ -42,7 +42,8 @@ func (t *Tool) execute(ctx context.Context, deadline time.Time, p *program, e en
 		defer cancel()
 	}
 	st := &callState{mem: memoryCap{limit: uint64(cfg.MemoryLimitPages) * pageSize},
-		caps:   callCaps{granted: t.granted, secrets: cfg.Secrets, storage: cfg.Storage, http: cfg.HTTP, deadline: deadline},
+		caps: callCaps{granted: t.granted, secrets: cfg.Secrets, storage: cfg.Storage, http: cfg.HTTP, deadline: deadline,
+			meter: t.run.meter, wasi: t.wasi},
 		stdout: limitedBuffer{limit: cfg.OutputLimit}, stderr: limitedBuffer{limit: cfg.StderrLimit}}
 	st.stdin.Reset(input)
 	mem, cc := &st.mem, &st.caps
@@ -92,7 +93,7 @@ func (t *Tool) execute(ctx context.Context, deadline time.Time, p *program, e en
 	if o.err != nil {
 		return t.failure(res, classify(ctx, o), o, std, red)
 	}
-	if ctx.Err() != nil || cc.expired() { // finished, but only after it was told to stop
+	if cc.done(ctx) { // finished, but only after it was told to stop
 		return t.failure(res, interrupted(ctx), o, std, red)
 	}
 	out, cerr := t.output(e, results, std, red)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tetratelabs/wazero/api"
+
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/redact"
 )
@@ -25,14 +27,18 @@ const (
 
 // callCaps is one call's capabilities: what it was granted, the uses it
 // made, in order, and the secrets it read, which its output must not
-// show. Host functions find it in their context (withCallCaps).
+// show; and what every host function checks and charges (hostcall.go):
+// the call's deadline and its fuel. Host functions find it in their
+// context (withCallCaps).
 type callCaps struct {
 	granted  Capabilities
 	secrets  SecretProvider
 	storage  Storage
 	http     HTTPOptions
 	deadline time.Time // when the call's time runs out; zero: never (tests)
-	stopped  bool      // a yield ended the call: its context ended or its time ran out
+	stopped  bool      // a yield or a host function ended the call: its context ended or its time ran out
+	meter    fuelMeter // charges host calls (callCaps.charge); nil: nothing is charged (tests)
+	wasi     wasiSizes // what args_get and environ_get write
 
 	mu        sync.Mutex
 	uses      []capabilityUse
@@ -76,12 +82,13 @@ func (cc *callCaps) bound(ctx context.Context) (context.Context, context.CancelF
 	return context.WithDeadlineCause(ctx, cc.deadline, errTimeout)
 }
 
-// callerCaps is the capabilities of the call a host function serves, or
-// the result that refuses the use: capDenied outside a call (a module
-// run by something other than Tool), capQuota once the call has used up
-// its uses.
-func callerCaps(ctx context.Context) (*callCaps, int32) {
-	cc := callCapsFrom(ctx)
+// callerCaps is the capability functions' prologue: enterHost, charging
+// bytes (the lengths the module passed); then the capabilities of the
+// call the function serves, or the result that refuses the use:
+// capDenied outside a call (a module run by something other than Tool),
+// capQuota once the call has used up its uses.
+func callerCaps(ctx context.Context, m api.Module, bytes uint64) (*callCaps, int32) {
+	cc := enterHost(ctx, m, bytes)
 	switch {
 	case cc == nil:
 		return nil, capDenied

@@ -121,15 +121,36 @@
 //   - fuel (FuelLimit per call, shared by a start function and the
 //     entrypoint; see newMeter) or memory (MemoryLimitPages, enforced by
 //     memoryCap) running out, a module starting beyond the memory or
-//     table limit, output beyond OutputLimit: quota_exceeded;
+//     table limit, output beyond OutputLimit: quota_exceeded. Fuel
+//     counts the module's instructions (internal/wasm/meter) and the
+//     work of its host calls: every call of a WASI or capability
+//     function costs HostCallFuel (100) and HostByteFuel (1) per byte
+//     of the lengths it is passed (buffers and paths, iovecs at 8 bytes
+//     each and the bytes they address, poll_oneoff's subscriptions and
+//     events at 48 + 32 bytes, args_get's and environ_get's strings),
+//     charged before the host does anything; secret_get, storage_get
+//     and http_request are also charged the length of what they return.
+//     A charge that does not fit ends the call as running out in code
+//     does. The charges depend only on the arguments and what the host
+//     returned, so fuel is the same on both engines; results record
+//     them as Enforcement's host_call_fuel. The meter's yield costs
+//     nothing: modules cannot import it, and how often it runs depends
+//     on the engine;
 //   - the timeout (the call's or the executor's): timed_out; the context
 //     cancelled: cancelled. Running code notices either at its next yield:
 //     the module calls the host back every 2^20 units of fuel on the
 //     compiler, 2^16 on the interpreter (about a millisecond or a few of
 //     its work), which is also where the Go runtime may preempt it;
 //     wazero's close on context done, a goroutine per call and a call out
-//     of the compiled code at every loop turn, is not used. A host
-//     function (http, storage) stops waiting when the context ends;
+//     of the compiled code at every loop turn, is not used. Every host
+//     function notices either when it is called and ends the call as a
+//     yield does, so a module looping on host calls ends as one looping
+//     in code; one that waits (http, storage, secrets) stops waiting
+//     when either comes and returns its error (-5, -9), and the call ends
+//     at the module's next host call or yield. No host call sleeps (the
+//     clock is the call's own), and one does at most what the memory it
+//     is given holds, as a memory.fill does: that bounds how long past
+//     its time a call runs;
 //   - any other trap: runtime_failure, with the trap's text.
 //
 // Results record Resources (fuel_used, fuel_limit, wall_ms,

@@ -59,7 +59,7 @@ func newHost(ctx context.Context, cfg Config, meter fuelMeter) (*Host, error) {
 		}
 		t := &Tool{h: h, name: PluginTool, run: r, fuel: cfg.FuelLimit, timeout: cfg.Timeout,
 			cache: newModuleCache(cfg.InlineCacheSize), granted: grant(cfg.Policy, Capabilities{})}
-		t.enf, t.mc = t.baseEnforcement(), baseConfig(t.name, nil)
+		t.enf, t.mc, t.wasi = t.baseEnforcement(), baseConfig(t.name, nil), wasiSizesOf(t.name, nil)
 		t.sealed = sealedConfig(t.mc)
 		h.tools = append(h.tools, t)
 	}
@@ -96,7 +96,7 @@ func (h *Host) register(ctx context.Context, m Module) (*Tool, error) {
 		r.close(ctx)
 		return nil, err
 	}
-	t.enf, t.mc = t.baseEnforcement(), baseConfig(t.name, m.Env)
+	t.enf, t.mc, t.wasi = t.baseEnforcement(), baseConfig(t.name, m.Env), wasiSizesOf(t.name, m.Env)
 	t.callEnf = t.callEnforcement(t.prog, t.entry)
 	t.sealed = sealedConfig(t.mc)
 	return t, nil
@@ -118,8 +118,9 @@ func (h *Host) Tool(name string) *Tool {
 
 // Close closes the tools' runtimes and frees the compiled code. Calls
 // should have ended first (serve closes tools after its executor
-// stopped): a running metered call ends at its next yield only when its
-// context ends or its time runs out, not because its runtime closed.
+// stopped): a running metered call ends at its next yield or host call
+// only when its context ends or its time runs out, not because its
+// runtime closed.
 func (h *Host) Close(ctx context.Context) error {
 	var errs []error
 	for _, t := range h.tools {

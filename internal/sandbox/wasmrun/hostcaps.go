@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
@@ -49,42 +50,63 @@ var capOutcomes = map[int32]string{
 func instantiateCapabilities(ctx context.Context, rt wazero.Runtime) ([]string, error) {
 	b := rt.NewHostModuleBuilder(PalyraCapabilitiesModule)
 	for _, class := range classes {
-		b.NewFunctionBuilder().WithFunc(func(ctx context.Context) int32 {
-			if cc := callCapsFrom(ctx); cc != nil {
+		exportI32(b, class+"-count", 0, func(ctx context.Context, m api.Module, _ []uint64) int32 {
+			if cc := enterHost(ctx, m, 0); cc != nil {
 				return int32(len(cc.granted.list(class)))
 			}
 			return 0
-		}).Export(class + "-count")
-		b.NewFunctionBuilder().WithFunc(func(ctx context.Context, index int32) int32 {
-			if cc := callCapsFrom(ctx); cc != nil {
-				return cc.granted.handle(class, index)
+		})
+		exportI32(b, class+"-handle", 1, func(ctx context.Context, m api.Module, p []uint64) int32 {
+			if cc := enterHost(ctx, m, 0); cc != nil {
+				return cc.granted.handle(class, api.DecodeI32(p[0]))
 			}
 			return -1
-		}).Export(class + "-handle")
+		})
 	}
 	if _, err := b.Instantiate(ctx); err != nil {
 		return nil, err
 	}
-	_, err := rt.NewHostModuleBuilder(CapabilitiesModule).
-		NewFunctionBuilder().WithFunc(secretGet).Export("secret_get").
-		NewFunctionBuilder().WithFunc(channelPublish).Export("channel_publish").
-		NewFunctionBuilder().WithFunc(storageGet).Export("storage_get").
-		NewFunctionBuilder().WithFunc(storagePut).Export("storage_put").
-		NewFunctionBuilder().WithFunc(httpRequest).Export("http_request").
-		Instantiate(ctx)
-	if err != nil {
+	b = rt.NewHostModuleBuilder(CapabilitiesModule)
+	exportI32(b, "secret_get", 3, func(ctx context.Context, m api.Module, p []uint64) int32 {
+		return secretGet(ctx, m, api.DecodeU32(p[0]), api.DecodeU32(p[1]), api.DecodeU32(p[2]))
+	})
+	exportI32(b, "channel_publish", 3, func(ctx context.Context, m api.Module, p []uint64) int32 {
+		return channelPublish(ctx, m, api.DecodeU32(p[0]), api.DecodeU32(p[1]), api.DecodeU32(p[2]))
+	})
+	exportI32(b, "storage_get", 5, func(ctx context.Context, m api.Module, p []uint64) int32 {
+		return storageGet(ctx, m, api.DecodeU32(p[0]), api.DecodeU32(p[1]), api.DecodeU32(p[2]), api.DecodeU32(p[3]), api.DecodeU32(p[4]))
+	})
+	exportI32(b, "storage_put", 5, func(ctx context.Context, m api.Module, p []uint64) int32 {
+		return storagePut(ctx, m, api.DecodeU32(p[0]), api.DecodeU32(p[1]), api.DecodeU32(p[2]), api.DecodeU32(p[3]), api.DecodeU32(p[4]))
+	})
+	exportI32(b, "http_request", 5, func(ctx context.Context, m api.Module, p []uint64) int32 {
+		return httpRequest(ctx, m, api.DecodeU32(p[0]), api.DecodeU32(p[1]), api.DecodeU32(p[2]), api.DecodeU32(p[3]), api.DecodeU32(p[4]))
+	})
+	if _, err := b.Instantiate(ctx); err != nil {
 		return nil, err
 	}
 	return []string{PalyraCapabilitiesModule, CapabilitiesModule}, nil
+}
+
+// exportI32 exports fn as a function of params i32 parameters, which it
+// reads from p, and an i32 result. It is a Go module function rather
+// than WithFunc's, which wazero calls by reflection: several times what
+// the call itself costs, which HostCallFuel would not cover.
+func exportI32(b wazero.HostModuleBuilder, name string, params int,
+	fn func(ctx context.Context, m api.Module, p []uint64) int32) {
+	i32 := func(n int) []api.ValueType { return slices.Repeat([]api.ValueType{api.ValueTypeI32}, n) }
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
+		stack[0] = api.EncodeI32(fn(ctx, m, stack))
+	}), i32(params), i32(1)).Export(name)
 }
 
 // secretGet is secret_get(handle, buf, cap i32) -> i32: it returns the
 // length of the secret's value, writing the value at buf when it fits in
 // cap bytes (nothing otherwise: call again with a buffer that large), or
 // a negative error. The value is registered with the call's redactor
-// first.
+// first. It is charged the value's length.
 func secretGet(ctx context.Context, m api.Module, handle, buf, capacity uint32) int32 {
-	cc, refused := callerCaps(ctx)
+	cc, refused := callerCaps(ctx, m, 0)
 	if refused != 0 {
 		return refused
 	}
@@ -111,7 +133,9 @@ func secretGet(ctx context.Context, m api.Module, handle, buf, capacity uint32) 
 		}
 		return int32(len(v))
 	}()
-	if !cc.record(capabilityUse{class: classSecret, handle: int32(handle), name: name, outcome: outcomeOf(r)}) {
+	recorded := cc.record(capabilityUse{class: classSecret, handle: int32(handle), name: name, outcome: outcomeOf(r)})
+	cc.produced(m, r)
+	if !recorded {
 		return capQuota
 	}
 	return r
@@ -119,9 +143,9 @@ func secretGet(ctx context.Context, m api.Module, handle, buf, capacity uint32) 
 
 // channelPublish is channel_publish(handle, msg, len i32) -> i32: it
 // publishes len bytes at msg on the channel, returning 0, or a negative
-// error.
+// error. It is charged len.
 func channelPublish(ctx context.Context, m api.Module, handle, msg, length uint32) int32 {
-	cc, refused := callerCaps(ctx)
+	cc, refused := callerCaps(ctx, m, uint64(length))
 	if refused != 0 {
 		return refused
 	}
@@ -188,9 +212,9 @@ func storageKey(cc *callCaps, m api.Module, handle, key, length uint32) (prefix,
 // storageGet is storage_get(handle, key, key_len, buf, cap) -> i32: the
 // length of the value of the granted prefix followed by the key_len bytes
 // at key, written at buf when it fits in cap bytes, or a negative error
-// (-2: no value).
+// (-2: no value). It is charged key_len and the value's length.
 func storageGet(ctx context.Context, m api.Module, handle, key, keyLen, buf, capacity uint32) int32 {
-	cc, refused := callerCaps(ctx)
+	cc, refused := callerCaps(ctx, m, uint64(keyLen))
 	if refused != 0 {
 		return refused
 	}
@@ -211,15 +235,16 @@ func storageGet(ctx context.Context, m api.Module, handle, key, keyLen, buf, cap
 		}
 	}
 	cc.record(capabilityUse{class: classStorage, handle: int32(handle), name: prefix, key: full, outcome: outcomeOf(r)})
+	cc.produced(m, r)
 	return r
 }
 
 // storagePut is storage_put(handle, key, key_len, val, val_len) -> i32:
 // 0 once the val_len bytes at val are the value of the granted prefix
 // followed by the key, or a negative error. Secrets the call read are
-// stored redacted.
+// stored redacted. It is charged key_len and val_len.
 func storagePut(ctx context.Context, m api.Module, handle, key, keyLen, val, valLen uint32) int32 {
-	cc, refused := callerCaps(ctx)
+	cc, refused := callerCaps(ctx, m, uint64(keyLen)+uint64(valLen))
 	if refused != 0 {
 		return refused
 	}

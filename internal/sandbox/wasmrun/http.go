@@ -94,9 +94,10 @@ type httpResponseJSON struct {
 // httpRequest is http_request(handle, req, req_len, buf, cap) -> i32: it
 // sends the request described by the JSON at req to a host the handle's
 // grant allows and returns the length of the response's JSON, written at
-// buf when it fits in cap bytes, or a negative error.
+// buf when it fits in cap bytes, or a negative error. It is charged
+// req_len and the response's length.
 func httpRequest(ctx context.Context, m api.Module, handle, req, reqLen, buf, capacity uint32) int32 {
-	cc, refused := callerCaps(ctx)
+	cc, refused := callerCaps(ctx, m, uint64(reqLen))
 	if refused != 0 {
 		return refused
 	}
@@ -134,7 +135,9 @@ func httpRequest(ctx context.Context, m api.Module, handle, req, reqLen, buf, ca
 		return int32(len(out))
 	}()
 	u.outcome = outcomeOf(r)
-	if !cc.record(u) {
+	recorded := cc.record(u)
+	cc.produced(m, r)
+	if !recorded {
 		return capQuota
 	}
 	return r

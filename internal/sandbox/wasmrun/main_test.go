@@ -236,6 +236,16 @@ func (globalFuel) left(mod api.Module) (int64, error) {
 	return int64(g.Get()), nil
 }
 
+func (globalFuel) charge(mod api.Module, fuel int64) (bool, error) {
+	g, ok := mod.ExportedGlobal(meter.FuelExport).(api.MutableGlobal)
+	if !ok {
+		return false, fmt.Errorf("no mutable %s", meter.FuelExport)
+	}
+	left := int64(g.Get()) - fuel
+	g.Set(uint64(left))
+	return left < 0, nil
+}
+
 // testHost is the host module "execledger_test": count() counts calls,
 // block() waits until release is closed, recording how many wait at once.
 type testHost struct {

@@ -16,6 +16,10 @@ type fuelMeter interface {
 	instrument(wasm []byte, fuel int64) ([]byte, error)
 	// left is an instance's remaining fuel; negative once it ran out.
 	left(mod api.Module) (int64, error)
+	// charge takes fuel from an instance for a host call's work and
+	// reports whether it ran out (the fuel is then negative, as code
+	// that ran out leaves it).
+	charge(mod api.Module, fuel int64) (out bool, err error)
 	// metered is false for the stand-in that meters nothing.
 	metered() bool
 	// yields reports whether instrumented modules call runner.yield as
@@ -51,11 +55,17 @@ func (fuelCounter) yields() bool                       { return true }
 
 func (fuelCounter) setFloor(mod api.Module, floor int64) error { return meter.SetFloor(mod, floor) }
 
+func (fuelCounter) charge(mod api.Module, fuel int64) (bool, error) {
+	left, err := meter.Charge(mod, fuel)
+	return left < 0, err
+}
+
 // unmetered meters nothing; only the timeout bounds a call.
 type unmetered struct{}
 
 func (unmetered) instrument(wasm []byte, _ int64) ([]byte, error) { return wasm, nil }
 func (unmetered) left(api.Module) (int64, error)                  { return 0, nil }
+func (unmetered) charge(api.Module, int64) (bool, error)          { return false, nil }
 func (unmetered) metered() bool                                   { return false }
 func (unmetered) yields() bool                                    { return false }
 func (unmetered) setFloor(api.Module, int64) error                { return nil }

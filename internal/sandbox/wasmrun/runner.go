@@ -59,7 +59,7 @@ func newRunner(ctx context.Context, cfg *Config, meter fuelMeter, cache wazero.C
 	if engine == EngineInterpreter {
 		r.quantum = yieldQuantumInterpreter
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasi: %w", err)
 	}

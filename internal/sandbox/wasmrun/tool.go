@@ -28,6 +28,7 @@ type Tool struct {
 	granted Capabilities   // what every call may use
 	mc      wazero.ModuleConfig
 	sealed  wazero.ModuleConfig // mc for modules that import no WASI
+	wasi    wasiSizes           // of mc's args and environment
 
 	// A registered module:
 	mod   Module
@@ -176,6 +177,7 @@ func (t *Tool) baseEnforcement() map[string]any {
 	}
 	if t.run.meter.metered() {
 		enf["fuel_limit"] = t.fuel
+		enf["host_call_fuel"] = map[string]int64{"call": HostCallFuel, "byte": HostByteFuel}
 	} else {
 		enf["fuel_limit"] = 0
 		enf["fuel"] = "unmetered: only the timeout bounds the call"

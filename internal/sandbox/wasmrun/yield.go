@@ -39,7 +39,7 @@ func (r *runner) instantiateYield(ctx context.Context, rt wazero.Runtime) error 
 // floor a quantum lower and the module goes on.
 func (r *runner) yield(ctx context.Context, mod api.Module, stack []uint64) {
 	cc := callCapsFrom(ctx)
-	stop := cc == nil || ctx.Err() != nil || cc.expired()
+	stop := cc == nil || cc.done(ctx)
 	if !stop {
 		left, err := r.meter.left(mod)
 		if err == nil {
