@@ -58,33 +58,33 @@ var iovecCharge = uint64(8 + hostIovLen)
 // by "module.function"; any other is called with zeros and charged the
 // call alone.
 var hostCases = map[string]hostCase{
-	wasi("args_get"):                {args: []uint64{hostScratch, hostScratch + 64}, bytes: uint64(len(hostToolOnce)) + 1 + 4},
-	wasi("environ_get"):             {args: []uint64{hostScratch, hostScratch + 64}, bytes: 4 + 4}, // "A=1\x00" and its pointer
-	wasi("args_sizes_get"):          {args: []uint64{hostScratch, hostScratch + 4}},
-	wasi("environ_sizes_get"):       {args: []uint64{hostScratch, hostScratch + 4}},
-	wasi("clock_res_get"):           {args: []uint64{0, hostScratch}},
-	wasi("clock_time_get"):          {args: []uint64{0, 0, hostScratch}},
-	wasi("fd_pread"):                {args: []uint64{0, hostIovec, 1, 0, hostScratch}, bytes: iovecCharge},
-	wasi("fd_pwrite"):               {args: []uint64{1, hostIovec, 1, 0, hostScratch}, bytes: iovecCharge},
-	wasi("fd_read"):                 {args: []uint64{0, hostIovec, 1, hostScratch}, bytes: iovecCharge},
-	wasi("fd_write"):                {args: []uint64{1, hostIovec, 1, hostScratch}, bytes: iovecCharge},
-	wasi("fd_filestat_set_times"):   {args: []uint64{3}}, // on stdin, wazero's dereferences nil (a trap)
-	wasi("fd_prestat_dir_name"):     {args: []uint64{3, hostScratch, 100}, bytes: 100},
-	wasi("fd_readdir"):              {args: []uint64{3, hostScratch, 1000, 0, hostScratch + 2000}, bytes: 1000},
-	wasi("path_create_directory"):   {args: []uint64{3, hostScratch, 100}, bytes: 100},
-	wasi("path_filestat_get"):       {args: []uint64{3, 0, hostScratch, 100, hostScratch + 200}, bytes: 100},
-	wasi("path_filestat_set_times"): {args: []uint64{3, 0, hostScratch, 100, 0, 0, 0}, bytes: 100},
-	wasi("path_link"):               {args: []uint64{3, 0, hostScratch, 100, 3, hostScratch, 100}, bytes: 200},
-	wasi("path_open"):               {args: []uint64{3, 0, hostScratch, 100, 0, 0, 0, 0, hostScratch + 200}, bytes: 100},
-	wasi("path_readlink"):           {args: []uint64{3, hostScratch, 100, hostScratch + 200, 100, hostScratch + 400}, bytes: 200},
-	wasi("path_remove_directory"):   {args: []uint64{3, hostScratch, 100}, bytes: 100},
-	wasi("path_rename"):             {args: []uint64{3, hostScratch, 100, 3, hostScratch, 100}, bytes: 200},
-	wasi("path_symlink"):            {args: []uint64{hostScratch, 100, 3, hostScratch, 100}, bytes: 200},
-	wasi("path_unlink_file"):        {args: []uint64{3, hostScratch, 100}, bytes: 100},
-	wasi("poll_oneoff"):             {args: []uint64{hostPoll, hostScratch, 1, hostScratch + 64}, bytes: 48 + 32},
-	wasi("random_get"):              {args: []uint64{65536, 16 << 20}, bytes: 16 << 20, pages: 257},
-	wasi("sock_recv"):               {args: []uint64{0, hostIovec, 1, 0, hostScratch, hostScratch + 4}, bytes: iovecCharge},
-	wasi("sock_send"):               {args: []uint64{1, hostIovec, 1, 0, hostScratch}, bytes: iovecCharge},
+	wasiFunc("args_get"):                {args: []uint64{hostScratch, hostScratch + 64}, bytes: uint64(len(hostToolOnce)) + 1 + 4},
+	wasiFunc("environ_get"):             {args: []uint64{hostScratch, hostScratch + 64}, bytes: 4 + 4}, // "A=1\x00" and its pointer
+	wasiFunc("args_sizes_get"):          {args: []uint64{hostScratch, hostScratch + 4}},
+	wasiFunc("environ_sizes_get"):       {args: []uint64{hostScratch, hostScratch + 4}},
+	wasiFunc("clock_res_get"):           {args: []uint64{0, hostScratch}},
+	wasiFunc("clock_time_get"):          {args: []uint64{0, 0, hostScratch}},
+	wasiFunc("fd_pread"):                {args: []uint64{0, hostIovec, 1, 0, hostScratch}, bytes: iovecCharge},
+	wasiFunc("fd_pwrite"):               {args: []uint64{1, hostIovec, 1, 0, hostScratch}, bytes: iovecCharge},
+	wasiFunc("fd_read"):                 {args: []uint64{0, hostIovec, 1, hostScratch}, bytes: iovecCharge},
+	wasiFunc("fd_write"):                {args: []uint64{1, hostIovec, 1, hostScratch}, bytes: iovecCharge},
+	wasiFunc("fd_filestat_set_times"):   {args: []uint64{3}}, // on stdin, wazero's dereferences nil (a trap)
+	wasiFunc("fd_prestat_dir_name"):     {args: []uint64{3, hostScratch, 100}, bytes: 100},
+	wasiFunc("fd_readdir"):              {args: []uint64{3, hostScratch, 1000, 0, hostScratch + 2000}, bytes: 1000},
+	wasiFunc("path_create_directory"):   {args: []uint64{3, hostScratch, 100}, bytes: 100},
+	wasiFunc("path_filestat_get"):       {args: []uint64{3, 0, hostScratch, 100, hostScratch + 200}, bytes: 100},
+	wasiFunc("path_filestat_set_times"): {args: []uint64{3, 0, hostScratch, 100, 0, 0, 0}, bytes: 100},
+	wasiFunc("path_link"):               {args: []uint64{3, 0, hostScratch, 100, 3, hostScratch, 100}, bytes: 200},
+	wasiFunc("path_open"):               {args: []uint64{3, 0, hostScratch, 100, 0, 0, 0, 0, hostScratch + 200}, bytes: 100},
+	wasiFunc("path_readlink"):           {args: []uint64{3, hostScratch, 100, hostScratch + 200, 100, hostScratch + 400}, bytes: 200},
+	wasiFunc("path_remove_directory"):   {args: []uint64{3, hostScratch, 100}, bytes: 100},
+	wasiFunc("path_rename"):             {args: []uint64{3, hostScratch, 100, 3, hostScratch, 100}, bytes: 200},
+	wasiFunc("path_symlink"):            {args: []uint64{hostScratch, 100, 3, hostScratch, 100}, bytes: 200},
+	wasiFunc("path_unlink_file"):        {args: []uint64{3, hostScratch, 100}, bytes: 100},
+	wasiFunc("poll_oneoff"):             {args: []uint64{hostPoll, hostScratch, 1, hostScratch + 64}, bytes: 48 + 32},
+	wasiFunc("random_get"):              {args: []uint64{65536, 16 << 20}, bytes: 16 << 20, pages: 257},
+	wasiFunc("sock_recv"):               {args: []uint64{0, hostIovec, 1, 0, hostScratch, hostScratch + 4}, bytes: iovecCharge},
+	wasiFunc("sock_send"):               {args: []uint64{1, hostIovec, 1, 0, hostScratch}, bytes: iovecCharge},
 
 	CapabilitiesModule + ".secret_get":      {args: []uint64{20_000, hostScratch, 256}, produces: true},
 	CapabilitiesModule + ".channel_publish": {args: []uint64{40_000, hostScratch, 100}, bytes: 100},
@@ -103,7 +103,7 @@ func caseOf(fn, request string) hostCase {
 	return c
 }
 
-func wasi(name string) string { return wasi_snapshot_preview1.ModuleName + "." + name }
+func wasiFunc(name string) string { return wasi_snapshot_preview1.ModuleName + "." + name }
 
 // hostFunctions are the functions a module can import in tier A, by
 // "module.function": every runtime's but the meter's yield, which
@@ -252,7 +252,9 @@ func hostCallHost(t *testing.T, engine string, opts HTTPOptions, wasm []byte, to
 // under the race detector; the rest allows for a loaded 2-core machine,
 // whose garbage collector has been seen to wait seconds for goroutines
 // (see TestLongCallDoesNotHoldUpTheProcess). Before host calls checked
-// the time, random_get's loop ran on for many minutes.
+// the time, random_get's loop was still running a minute after its
+// 300 ms timeout, with some 2^18 calls of 16 MiB to go to its next
+// yield.
 const hostCallBound = 5 * time.Second
 
 // runWithin runs tool name of h and fails the test at once if it has not
