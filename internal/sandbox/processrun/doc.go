@@ -33,8 +33,16 @@
 //     as Config.UID/GID on the host and the workspace is chowned to them:
 //     the sandbox is never host uid 0, for which the kernel does not enforce
 //     RLIMIT_NPROC. The kernel counts RLIMIT_NPROC per user namespace, so
-//     in tier C it bounds one sandbox. Without the init (see below) the CPU
-//     figures in Resources are bubblewrap's own, not the sandbox's.
+//     in tier C it bounds one sandbox (the init's threads count too). The
+//     program runs under the procinit init (sandboxinit.go): Config.Self
+//     executed from a descriptor (its path need not be visible in the
+//     sandbox, but the file must be executable by Config.UID), its spec on
+//     a sealed memfd. The init reports the program's exit status, signal
+//     and usage (bubblewrap's monitor exits without reaping the sandbox,
+//     so its own rusage is all the executor would see), kills what the
+//     program left behind, and holds a lifeline to the executor: when the
+//     executor dies the program's tree dies with it, which bubblewrap's
+//     --die-with-parent does not ensure while it sets the sandbox up.
 //
 // Egress. Tier C never shares the host's network namespace: its loopback
 // services (PostgreSQL included) would be reachable. With "none" and
@@ -43,14 +51,10 @@
 // (requested_egress_hosts, which procinput has checked against the
 // policy's allowlist), each call gets its own internal/egress proxy on a
 // Unix socket with a random name in Config.EgressSocketDir, bind-mounted
-// alone at /run/egress.sock. The program runs under the procinit init:
-// Config.Self executed from a descriptor (its path need not be visible in
-// the sandbox, but the file must be executable by Config.UID), its spec on
-// a sealed memfd. The init listens on 127.0.0.1:3128 in the sandbox's own
-// network namespace and relays to that socket; the program gets
-// HTTP_PROXY, HTTPS_PROXY and
-// ALL_PROXY (and their lower-case forms) set to http://127.0.0.1:3128 and
-// NO_PROXY empty. The seccomp filter then allows inet sockets, which reach
+// alone at /run/egress.sock. The init listens on 127.0.0.1:3128 in the
+// sandbox's own network namespace and relays to that socket; the program
+// gets HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and their lower-case forms)
+// set to http://127.0.0.1:3128 and NO_PROXY empty. The seccomp filter then allows inet sockets, which reach
 // only the sandbox's loopback. The proxy admits exactly the declared hosts
 // (a host the program did not declare is refused, even if the policy
 // allowlists it) on Config.EgressPorts, refuses every address that is

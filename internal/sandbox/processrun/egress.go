@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -39,18 +38,13 @@ const (
 // so that no host bypasses the proxy.
 var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
 
-// egressSession is one call's egress proxy and the init that reaches it.
+// egressSession is one call's egress proxy.
 type egressSession struct {
 	proxy  *egress.Proxy
 	ln     net.Listener
 	socket string
 	allow  *egress.Allowlist
 	red    func(string) string
-	// Given to the sandbox; closed once bwrap has them.
-	spec, self, usageW *os.File
-	usageR             *os.File
-	program            string
-	envNames           []string
 
 	cancel context.CancelFunc
 	served chan struct{}
@@ -62,19 +56,15 @@ type egressSession struct {
 	bytesUp, bytesDown int64
 }
 
-// startEgress opens the call's proxy on a fresh socket and turns bp into
-// the init running the program with the bridge: the execledger binary
-// (Config.Self) runs as bwrap's program from a descriptor, with the
-// procinit spec on descriptor 3 and its usage report on 4.
-func (t *Tool) startEgress(plan *procinput.Plan, bp *bwrap.Plan, program string, env []string, dir string) (*egressSession, error) {
-	if t.cfg.Self == "" {
-		return nil, errors.New("Config.Self, the execledger binary that runs the sandbox init, is not set")
-	}
+// startEgress opens the call's proxy on a fresh socket, binds that socket
+// into bp at bwrap.ProxyPath, and has spec's init bridge to it from
+// bridgeAddr with the program's proxy variables pointing there.
+func (t *Tool) startEgress(plan *procinput.Plan, bp *bwrap.Plan, spec *procinit.Spec) (*egressSession, error) {
 	allow, err := t.egressAllowlist(plan.EgressHosts)
 	if err != nil {
 		return nil, err
 	}
-	eg := &egressSession{allow: allow, program: program, red: t.red.String}
+	eg := &egressSession{allow: allow, red: t.red.String}
 	ok := false
 	defer func() {
 		if !ok {
@@ -94,23 +84,8 @@ func (t *Tool) startEgress(plan *procinput.Plan, bp *bwrap.Plan, program string,
 	if eg.ln, err = eg.proxy.ListenUnix(eg.socket); err != nil {
 		return nil, err
 	}
-	targetEnv := withProxy(env)
-	eg.envNames = envNames(targetEnv)
-	slices.Sort(eg.envNames)
-	spec := procinit.Spec{Path: program, Args: plan.Args, Env: targetEnv, Dir: dir,
-		Bridge: &procinit.Bridge{Listen: bridgeAddr, Socket: bwrap.ProxyPath}}
-	if eg.spec, err = procinit.SpecFile(spec); err != nil {
-		return nil, err
-	}
-	if eg.usageR, eg.usageW, err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	if eg.self, err = os.Open(t.cfg.Self); err != nil {
-		return nil, fmt.Errorf("sandbox init: %w", err)
-	}
-	bp.Program, bp.ProgramFile, bp.ProgramArgs = t.cfg.Self, eg.self, []string{procinit.Hidden}
-	bp.ExtraFiles = []*os.File{eg.spec, eg.usageW}
-	bp.Env = nil
+	spec.Env = withProxy(spec.Env)
+	spec.Bridge = &procinit.Bridge{Listen: bridgeAddr, Socket: bwrap.ProxyPath}
 	bp.ProxySocket = eg.socket
 	ok = true
 	return eg, nil
@@ -205,16 +180,6 @@ func (eg *egressSession) serve(record func(executor.Event)) {
 	}()
 }
 
-// started closes the parent's copies of what only the sandbox needed.
-// Nil-safe.
-func (eg *egressSession) started() {
-	if eg == nil {
-		return
-	}
-	closeFiles(slices.DeleteFunc([]*os.File{eg.spec, eg.self, eg.usageW}, func(f *os.File) bool { return f == nil }))
-	eg.spec, eg.self, eg.usageW = nil, nil, nil
-}
-
 // stop stops the proxy; once it returns, every connection's record is in.
 func (eg *egressSession) stop() {
 	if eg.served != nil {
@@ -227,41 +192,23 @@ func (eg *egressSession) stop() {
 	eg.ln = nil
 }
 
-// close releases everything of a session whose process never ran.
-// Nil-safe.
+// close stops the proxy of a session whose process never ran. Nil-safe.
 func (eg *egressSession) close() {
-	if eg == nil {
-		return
-	}
-	eg.started()
-	if eg.proxy != nil {
+	if eg != nil && eg.proxy != nil {
 		eg.stop()
 	}
-	closeFiles(slices.DeleteFunc([]*os.File{eg.usageR}, func(f *os.File) bool { return f == nil }))
-	eg.usageR = nil
 }
 
-// finish stops the proxy, adds its counts to resources and returns the
-// init's usage report.
-func (eg *egressSession) finish(resources map[string]int64) (procinit.Usage, error) {
+// finish stops the proxy and adds its counts to resources.
+func (eg *egressSession) finish(resources map[string]int64) {
 	eg.stop()
 	eg.mu.Lock()
+	defer eg.mu.Unlock()
 	resources["egress_connections"] = eg.conns
 	resources["egress_refused"] = eg.refused
 	resources["egress_bytes_up"] = eg.bytesUp
 	resources["egress_bytes_down"] = eg.bytesDown
 	resources["egress_events_dropped"] = eg.dropped
-	eg.mu.Unlock()
-	eg.started()
-	if eg.usageR == nil {
-		return procinit.Usage{}, errors.New("no usage report")
-	}
-	// Every writer is gone with the sandbox: the read cannot block.
-	defer func() {
-		eg.usageR.Close()
-		eg.usageR = nil
-	}()
-	return procinit.ReadUsage(eg.usageR)
 }
 
 // onConnection turns the proxy's record of one connection attempt into an

@@ -57,8 +57,9 @@ type Config struct {
 	// Tier is "B" or "C".
 	Tier string
 	// Self is the execledger binary (os.Executable()), re-executed as
-	// tier B's init; its main must dispatch procinit.Hidden to
-	// procinit.Main.
+	// the sandbox init of both tiers; its main must dispatch
+	// procinit.Hidden to procinit.Main. Tier C executes it from a
+	// descriptor inside the sandbox, as Config.UID.
 	Self string
 	// WorkspaceRoot holds the per-run workspaces; created 0711 (traverse
 	// only) if missing, each run's directory 0700.
@@ -133,23 +134,13 @@ type Tool struct {
 
 var _ executor.Tool = (*Tool)(nil)
 
-// New checks cfg and returns the tool: tier C needs bwrap, tier B needs
-// Self.
+// New checks cfg and returns the tool: both tiers need Self, tier B a
+// root daemon, tier C bwrap.
 func New(cfg Config) (*Tool, error) {
 	switch cfg.Tier {
 	case "B":
 		if os.Geteuid() != 0 {
 			return nil, fmt.Errorf("processrun: tier B needs a root daemon: it runs each run's programs under a uid of their own with a private /tmp; as uid %d every program would run as the daemon itself, able to read its signing key and signal it. Use tier C, which needs no privileges", os.Geteuid())
-		}
-		if cfg.Self == "" || !filepath.IsAbs(cfg.Self) {
-			return nil, fmt.Errorf("processrun: tier B needs Self, the absolute path of the execledger binary")
-		}
-		fi, err := os.Stat(cfg.Self)
-		if err != nil {
-			return nil, fmt.Errorf("processrun: tier B init helper: %w", err)
-		}
-		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-			return nil, fmt.Errorf("processrun: tier B init helper %s is not an executable file", cfg.Self)
 		}
 	case "C":
 		if _, _, err := bwrap.Available(); err != nil {
@@ -157,6 +148,16 @@ func New(cfg Config) (*Tool, error) {
 		}
 	default:
 		return nil, fmt.Errorf("processrun: tier %q is not B or C", cfg.Tier)
+	}
+	if cfg.Self == "" || !filepath.IsAbs(cfg.Self) {
+		return nil, fmt.Errorf("processrun: tier %s needs Self, the absolute path of the execledger binary (the sandbox init)", cfg.Tier)
+	}
+	fi, err := os.Stat(cfg.Self)
+	if err != nil {
+		return nil, fmt.Errorf("processrun: sandbox init: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return nil, fmt.Errorf("processrun: sandbox init %s is not an executable file", cfg.Self)
 	}
 	if cfg.WorkspaceRoot == "" || !filepath.IsAbs(cfg.WorkspaceRoot) {
 		return nil, fmt.Errorf("processrun: WorkspaceRoot %q is not an absolute path", cfg.WorkspaceRoot)

@@ -154,6 +154,9 @@ func TestToolIdentity(t *testing.T) {
 	if _, err := New(Config{Tier: "B", WorkspaceRoot: "/tmp/x"}); err == nil {
 		t.Error("New accepted tier B without Self")
 	}
+	if _, err := New(Config{Tier: "C", WorkspaceRoot: "/tmp/x"}); err == nil {
+		t.Error("New accepted tier C without Self, which runs its sandbox init")
+	}
 	if _, err := New(Config{Tier: "D", WorkspaceRoot: "/tmp/x"}); err == nil {
 		t.Error("New accepted tier D")
 	}

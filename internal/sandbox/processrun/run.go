@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/seccomp"
 )
 
@@ -254,15 +255,49 @@ func withEnf(r executor.Result, enf map[string]any) executor.Result {
 	return r
 }
 
-// exitOf returns the exit code (128+signal for a signal) and signal.
-func exitOf(ps *os.ProcessState) (code, sig int) {
+// exit is how a process that started ended, as far as its tier can tell.
+type exit struct {
+	code int // the exit status, 128+sig after a signal
+	sig  int // the signal that ended it, 0 if none
+	// targetCPUMS is the program's own CPU time (procinit.Usage's
+	// TargetCPUMS), -1 when unknown.
+	targetCPUMS int64
+	// spawnFailed: the sandbox could not start the program.
+	spawnFailed bool
+	// unreported: the init did not report the program's end (it was
+	// killed, or the sandbox died around it); code and sig are the init's
+	// or bubblewrap's.
+	unreported bool
+}
+
+// exitOf is the exit of the process the executor waited for.
+func exitOf(ps *os.ProcessState) exit {
 	if ps == nil {
-		return -1, 0
+		return exit{code: -1, targetCPUMS: -1}
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), int(ws.Signal())
+		return exit{code: 128 + int(ws.Signal()), sig: int(ws.Signal()), targetCPUMS: -1}
 	}
-	return ps.ExitCode(), 0
+	return exit{code: ps.ExitCode(), targetCPUMS: -1}
+}
+
+// initExit is the program's exit as the sandbox init reported it; stderr
+// tells the init's own failures to start it.
+func initExit(u procinit.Usage, stderr []byte) exit {
+	return exit{
+		code: u.ExitCode, sig: u.Signal, targetCPUMS: u.TargetCPUMS,
+		spawnFailed: u.ExitCode >= procinit.ExitInitFailed && u.ExitCode <= procinit.ExitNotFound && u.Signal == 0 &&
+			bytes.HasPrefix(stderr, []byte("sandbox init: ")),
+	}
+}
+
+// addUsage records the init's figures: the usage of every process that
+// ran under it.
+func addUsage(r map[string]int64, u procinit.Usage) {
+	r["cpu_user_ms"] = u.CPUUserMS
+	r["cpu_sys_ms"] = u.CPUSysMS
+	r["max_rss_kb"] = u.MaxRSSKB
+	r["descendants_killed"] = int64(u.DescendantsKilled)
 }
 
 func addRusage(r map[string]int64, ps *os.ProcessState) {
@@ -301,9 +336,9 @@ func (t *Tool) text(b []byte) (string, bool) {
 }
 
 // finish classifies a run that started and builds its Result.
-func (t *Tool) finish(res executor.Result, o outcome, code, sig int, spawnFailed bool) executor.Result {
+func (t *Tool) finish(res executor.Result, o outcome, e exit) executor.Result {
 	out := runOutput{
-		ExitCode: code, Signal: sig, StdoutTruncated: o.stdoutTrunc, StderrTruncated: o.stderrTrn,
+		ExitCode: e.code, Signal: e.sig, StdoutTruncated: o.stdoutTrunc, StderrTruncated: o.stderrTrn,
 		DurationMS: o.wall.Milliseconds(), Tier: t.cfg.Tier, SandboxBackend: t.backend(),
 	}
 	out.Stdout, out.StdoutLossy = t.text(o.stdout)
@@ -316,7 +351,7 @@ func (t *Tool) finish(res executor.Result, o outcome, code, sig int, spawnFailed
 		res.Output = json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
 	}
 	if o.state != nil {
-		c := code
+		c := e.code
 		res.ExitStatus = &c
 	}
 	switch {
@@ -327,10 +362,13 @@ func (t *Tool) finish(res executor.Result, o outcome, code, sig int, spawnFailed
 	case o.overflow:
 		res.ErrorKind = KindQuotaExceeded
 		res.Error = fmt.Sprintf("output exceeded %d bytes; the process was stopped and the output truncated", t.cfg.OutputLimit)
-	case spawnFailed:
+	case e.spawnFailed:
 		res.ErrorKind, res.Error = KindSpawnFailed, "the sandbox could not start the program: "+firstLine(out.Stderr)
-	case code != 0:
-		res.ErrorKind, res.Error = KindRuntimeFailure, fmt.Sprintf("the process exited with status %d", code)
+	case e.unreported:
+		res.ErrorKind = KindRuntimeFailure
+		res.Error = fmt.Sprintf("the sandbox init ended (status %d) without reporting how the program ended", e.code)
+	case e.code != 0:
+		res.ErrorKind, res.Error = KindRuntimeFailure, fmt.Sprintf("the process exited with status %d", e.code)
 	}
 	return res
 }

@@ -1,8 +1,6 @@
 package processrun
 
 import (
-	"bytes"
-
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
@@ -50,23 +48,19 @@ func (t *Tool) prepareB(plan *procinput.Plan, path string) (*launch, executor.Re
 		cg.abort()
 	}
 	l.result = func(o outcome) executor.Result {
-		usage, uerr := readUsage()
-		code, sig := exitOf(o.state)
 		res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
-		if uerr == nil {
-			code, sig = usage.ExitCode, usage.Signal
-			res.Resources["cpu_user_ms"] = usage.CPUUserMS
-			res.Resources["cpu_sys_ms"] = usage.CPUSysMS
-			res.Resources["max_rss_kb"] = usage.MaxRSSKB
-			res.Resources["descendants_killed"] = int64(usage.DescendantsKilled)
+		e := exitOf(o.state)
+		if usage, err := readUsage(); err == nil {
+			addUsage(res.Resources, usage)
+			e = initExit(usage, o.stderr)
 		} else {
+			// The init's own rusage: itself and the children it reaped.
 			addRusage(res.Resources, o.state)
+			e.unreported = true
 		}
 		// Whatever escaped the init dies with the leaf.
 		cg.finish(res.Resources)
-		spawnFailed := uerr == nil && code >= procinit.ExitInitFailed && code <= procinit.ExitNotFound && sig == 0 &&
-			bytes.HasPrefix(o.stderr, []byte("sandbox init: "))
-		return t.finish(res, o, code, sig, spawnFailed)
+		return t.finish(res, o, e)
 	}
 	return l, executor.Result{}
 }

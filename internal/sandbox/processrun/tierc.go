@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/execledger/execledger/executor"
@@ -17,15 +18,14 @@ import (
 	"github.com/execledger/execledger/internal/seccomp"
 )
 
-// prepareC prepares plan under bubblewrap. A nil launch comes with the
-// failure Result.
+// prepareC prepares plan under bubblewrap, the program under the sandbox
+// init (sandboxInit). A nil launch comes with the failure Result.
 //
 // Tier C never shares the host's network namespace: the host's loopback
 // services (PostgreSQL included) would be reachable. Egress modes none and
 // preflight run with loopback only and a seccomp filter that refuses inet
-// sockets. Strict egress with declared hosts runs the program under the
-// init helper with a bridge to the egress proxy (startEgress); the
-// sandbox still has no route out.
+// sockets. Strict egress with declared hosts adds the init's bridge to the
+// egress proxy (startEgress); the sandbox still has no route out.
 func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) (*launch, executor.Result) {
 	dir, err := sandboxDir(plan.Root, plan.Dir)
 	if err != nil {
@@ -48,7 +48,7 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 		filter = sh.proxied
 	}
 	bp := bwrap.Plan{
-		Program: path, ProgramArgs: plan.Args, Env: env, Workspace: plan.Root, Dir: dir,
+		Workspace: plan.Root, Dir: dir,
 		UID: t.cfg.UID, GID: t.cfg.GID, Limits: t.cfg.Limits, Seccomp: filter, Host: sh.host,
 	}
 	if os.Geteuid() == 0 {
@@ -59,16 +59,25 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 			return nil, failure(KindSpawnFailed, "workspace: "+err.Error())
 		}
 	}
+	// The init sets the limits on itself too: set on bubblewrap's pid 1
+	// already, they stay in force should that exchange not have happened.
+	spec := procinit.Spec{Path: path, Args: plan.Args, Env: env, Dir: dir, Limits: t.cfg.Limits}
 	var eg *egressSession
 	if proxied {
-		if eg, err = t.startEgress(plan, &bp, path, env, dir); err != nil {
+		if eg, err = t.startEgress(plan, &bp, &spec); err != nil {
 			return nil, failure(KindSpawnFailed, "strict egress: "+err.Error())
 		}
 	}
-	enf := t.enforcementC(bp, plan, eg)
+	in, err := newSandboxInit(t.cfg.Self, spec, &bp)
+	if err != nil {
+		eg.close()
+		return nil, failure(KindSpawnFailed, err.Error())
+	}
+	enf := t.enforcementC(bp, plan, spec, eg)
 	// Never cancelled: supervise stops the tree itself, TERM before KILL.
 	cmd, err := bp.Command(context.WithoutCancel(ctx))
 	if err != nil {
+		in.close()
 		eg.close()
 		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
 	}
@@ -76,14 +85,15 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 	l.start = func() error {
 		eg.serve(l.record)
 		err := cmd.Start()
-		eg.started()
+		in.started()
 		return err
 	}
 	l.abort = func() {
 		cmd.Close()
+		in.close()
 		eg.close()
 	}
-	l.result = func(o outcome) executor.Result { return t.resultC(o, enf, eg) }
+	l.result = func(o outcome) executor.Result { return t.resultC(o, enf, in, eg) }
 	return l, executor.Result{}
 }
 
@@ -129,31 +139,26 @@ func (t *Tool) sharedC() (*sharedC, error) {
 	return sh, nil
 }
 
-// resultC classifies a tier C process that ran. With the init (strict
-// egress), its usage report gives the program's own exit status and
-// resources; without it they are bwrap's.
-func (t *Tool) resultC(o outcome, enf map[string]any, eg *egressSession) executor.Result {
+// resultC classifies a tier C process that ran, from the init's report:
+// the program's exit status and signal, and the usage of everything that
+// ran under the init. Without a report (the sandbox never got as far as
+// the init, or the init was killed) the status is bubblewrap's and no CPU
+// figures are recorded: bubblewrap's own are not the program's.
+func (t *Tool) resultC(o outcome, enf map[string]any, in *sandboxInit, eg *egressSession) executor.Result {
 	res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
-	code, sig := exitOf(o.state)
-	// bwrap reports its own failures (a mount, the exec) on stderr, exit 1.
-	spawnFailed := code == 1 && bytes.HasPrefix(o.stderr, []byte("bwrap: "))
-	if eg == nil {
-		addRusage(res.Resources, o.state)
-		return t.finish(res, o, code, sig, spawnFailed)
+	if eg != nil {
+		eg.finish(res.Resources)
 	}
-	usage, err := eg.finish(res.Resources)
+	usage, err := in.finish()
 	if err != nil {
-		addRusage(res.Resources, o.state)
-		return t.finish(res, o, code, sig, spawnFailed)
+		e := exitOf(o.state)
+		// bwrap reports its own failures (a mount, the exec) on stderr, exit 1.
+		e.spawnFailed = e.code == 1 && bytes.HasPrefix(o.stderr, []byte("bwrap: "))
+		e.unreported = !e.spawnFailed
+		return t.finish(res, o, e)
 	}
-	code, sig = usage.ExitCode, usage.Signal
-	res.Resources["cpu_user_ms"] = usage.CPUUserMS
-	res.Resources["cpu_sys_ms"] = usage.CPUSysMS
-	res.Resources["max_rss_kb"] = usage.MaxRSSKB
-	res.Resources["descendants_killed"] = int64(usage.DescendantsKilled)
-	spawnFailed = code >= procinit.ExitInitFailed && code <= procinit.ExitNotFound && sig == 0 &&
-		bytes.HasPrefix(o.stderr, []byte("sandbox init: "))
-	return t.finish(res, o, code, sig, spawnFailed)
+	addUsage(res.Resources, usage)
+	return t.finish(res, o, initExit(usage, o.stderr))
 }
 
 // sandboxDir maps the checked working directory dir, which is root or
@@ -167,20 +172,22 @@ func sandboxDir(root, dir string) (string, error) {
 }
 
 // enforcementC records tier C's isolation: bwrap's record, plus ours.
-func (t *Tool) enforcementC(bp bwrap.Plan, plan *procinput.Plan, eg *egressSession) map[string]any {
+func (t *Tool) enforcementC(bp bwrap.Plan, plan *procinput.Plan, spec procinit.Spec, eg *egressSession) map[string]any {
 	e := bp.Enforcement()
 	e["seccomp"] = t.seccompSummary(bp.Seccomp)
 	e["egress_mode"] = plan.EgressMode
 	e["output_limit_bytes"] = t.cfg.OutputLimit
 	e["kill_grace_ms"] = t.cfg.KillGrace.Milliseconds()
 	e["workspace_host"] = plan.Root
+	e["init"] = "procinit (execledger " + procinit.Hidden + "), executed from a descriptor; program " + spec.Path +
+		"; not dumpable; a lifeline to the executor kills the program's tree when the executor dies"
+	e["env"] = envNames(spec.Env)
+	slices.Sort(e["env"].([]string))
 	if eg == nil {
 		e["egress"] = map[string]any{"mode": plan.EgressMode, "path": "none: loopback only, seccomp refuses inet sockets"}
 		return e
 	}
 	e["network"] = "none: own network namespace, loopback only; egress only through the proxy socket"
-	e["env"] = eg.envNames
-	e["init"] = "procinit (execledger " + procinit.Hidden + "), executed from a descriptor; program " + eg.program
 	private := make([]string, len(t.cfg.EgressPrivateRanges))
 	for i, p := range t.cfg.EgressPrivateRanges {
 		private[i] = p.String()

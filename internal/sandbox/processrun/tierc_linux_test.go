@@ -104,6 +104,79 @@ func TestTierCCPULimitKillsBurner(t *testing.T) {
 	}
 }
 
+// TestTierCRecordsTheProgramsUsage: the CPU time a call records is the
+// program's, in tier C's offline path as with strict egress and in tier B:
+// a shell spinning until RLIMIT_CPU ends it has used about that limit.
+// (bubblewrap's monitor, which the executor waits for, exits without
+// reaping the sandbox's pid 1: its rusage is its own few milliseconds.)
+func TestTierCRecordsTheProgramsUsage(t *testing.T) {
+	limits := procinit.Limits{CPUSeconds: 1}
+	for _, tc := range []struct {
+		name string
+		tool func(t *testing.T) *Tool
+		args []string // the hosts the call declares
+	}{
+		{"tier_B", func(t *testing.T) *Tool {
+			return newTool(t, "B", interpreters, func(c *Config) { c.Limits = limits })
+		}, nil},
+		{"tier_C", func(t *testing.T) *Tool {
+			return newTool(t, "C", interpreters, func(c *Config) { c.Limits = limits })
+		}, nil},
+		{"tier_C_strict_egress", func(t *testing.T) *Tool {
+			e := newEgressEnv(t, true)
+			e.tool.cfg.Limits = limits
+			return e.tool
+		}, []string{"api.allowed.test"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tool := tc.tool(t)
+			ws := prepare(t, tool, "run-1")
+			if err := os.WriteFile(filepath.Join(ws, "spin.sh"), []byte("while :; do :; done\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(map[string]any{"command": "sh", "args": []string{"spin.sh"}, "requested_egress_hosts": tc.args})
+			res := tool.Run(context.Background(), call("run-1", string(b)))
+			if strings.HasSuffix(tc.name, "egress") && res.Enforcement["egress"].(map[string]any)["proxy_socket"] == nil {
+				t.Fatalf("not the strict egress path: %v", res.Enforcement["egress"])
+			}
+			o := decode(t, res)
+			cpu := res.Resources["cpu_user_ms"] + res.Resources["cpu_sys_ms"]
+			// As procinit's TestCPULimitKillsBusyLoop: RLIMIT_CPU counts
+			// sampled ticks, rusage the exact runtime; under load they
+			// differ by a tenth or more.
+			if cpu < 500 {
+				t.Errorf("recorded %d ms of CPU (%v) for a shell spinning until its 1 s CPU limit (exit %d, %s: %s)",
+					cpu, res.Resources, o.ExitCode, res.ErrorKind, res.Error)
+			}
+			if o.DurationMS < 500 {
+				t.Errorf("ended after %d ms, before its CPU limit", o.DurationMS)
+			}
+		})
+	}
+}
+
+// TestTierCProgramCannotForgeItsReport: the program shares the init's uid
+// in tier C, yet cannot reach the init's descriptors through /proc (the
+// init is not dumpable), where it could write a usage report of its own
+// into the init's pipe: the status recorded is the one it exited with.
+// (Here the pipe, made by a root executor, would refuse the open anyway;
+// an unprivileged executor's pipe belongs to the sandbox's host uid.)
+func TestTierCProgramCannotForgeItsReport(t *testing.T) {
+	t.Parallel()
+	tool := newTool(t, "C", interpreters)
+	res := shCall(t, tool, "run-1", `for fd in /proc/$PPID/fd/*; do
+  echo '{"exit_code":0,"signal":0,"cpu_user_ms":0}' > "$fd" 2>/dev/null && echo "wrote $fd"
+done
+ls /proc/$PPID/fd > /dev/null 2>&1 && echo listed
+exit 9
+`)
+	o := decode(t, res)
+	if o.ExitCode != 9 || res.ErrorKind != KindRuntimeFailure || o.Stdout != "" {
+		t.Errorf("exit %d, %s: %s, stdout %q (stderr %q): want the program's own exit 9, nothing written", o.ExitCode, res.ErrorKind, res.Error, o.Stdout, o.Stderr)
+	}
+}
+
 func TestTierCFileSizeLimitStopsWrite(t *testing.T) {
 	t.Parallel()
 	tool := newTool(t, "C", interpreters, func(c *Config) { c.Limits = procinit.Limits{FileSize: 64 << 10} })
@@ -138,7 +211,7 @@ func TestTierCForkBombBounded(t *testing.T) {
 	o := decode(t, res)
 	t.Logf("started %d sleeps: %s", n, strings.TrimSpace(o.Stderr))
 	if res.ErrorKind != KindRuntimeFailure || n < 5 || n > 14 || !strings.Contains(o.Stderr, "fork") {
-		t.Errorf("%d sleeps under RLIMIT_NPROC 16 (bwrap's pid 1 and sh count too); %s", n, res.ErrorKind)
+		t.Errorf("%d sleeps under RLIMIT_NPROC 16 (bwrap's pid 1, the init's threads and sh count too); %s", n, res.ErrorKind)
 	}
 	waitNoSurvivors(t, m)
 }
@@ -633,8 +706,8 @@ func TestTierCEgressEventCap(t *testing.T) {
 		eg.onConnection(egressConn())
 	}
 	res := map[string]int64{}
-	eg.started()
-	if _, err := eg.finish(res); err == nil {
+	eg.finish(res)
+	if _, err := (&sandboxInit{}).finish(); err == nil {
 		t.Error("finish without an init reported usage")
 	}
 	if got != maxEgressEvents || res["egress_events_dropped"] != 7 || res["egress_connections"] != maxEgressEvents+7 {
