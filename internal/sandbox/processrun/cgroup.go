@@ -14,20 +14,26 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/cgroup"
 )
 
-// Tier B in cgroup v2 (internal/sandbox/cgroup).
+// Both tiers in cgroup v2 (internal/sandbox/cgroup).
 //
-// Where the host has a cgroup2 hierarchy the daemon may write, every tier B
-// process (its init and all it starts) begins life in a leaf of its own,
-// through clone3's CLONE_INTO_CGROUP. When the init exits, for whatever
-// reason — the target ended, the call was stopped, or the init itself was
-// SIGKILLed — the leaf is killed with cgroup.kill, so descendants that left
-// the process group and were not reparented to the init die too; then the
-// leaf is removed. A leaf left behind by an executor that died is found by
-// Tool.SweepOrphans. Memory, pids and cpu limits (Config.CgroupLimits) are
-// set for the controllers the hierarchy offers; the rlimits apply in every
-// case. On a hybrid host the cgroup2 hierarchy usually offers none of those
-// controllers: the leaf then gives the kill, the sweep and the CPU figures,
-// and the enforcement record lists the limits it could not set.
+// Where the host has a cgroup2 hierarchy the daemon may write, every
+// process this tool starts — tier B's init and all it starts, tier C's
+// bubblewrap and everything in its sandbox — begins life in a leaf of its
+// own, through clone3's CLONE_INTO_CGROUP. When that process exits, for
+// whatever reason — the program ended, the call was stopped, or the
+// process itself was SIGKILLed — the leaf is killed with cgroup.kill, so
+// descendants that left the process group and were not reparented to the
+// init die too; then the leaf is removed. A leaf left behind by an
+// executor that died is found by Tool.SweepOrphans, which the next
+// executor on the host runs when it starts: this is what ends a tier C
+// sandbox that bubblewrap was still setting up when its executor died
+// (its pid 1 then waits for a monitor that is gone, and no
+// parent-death signal reaches it; see sandboxinit.go). Memory, pids and
+// cpu limits (Config.CgroupLimits) are set for the controllers the
+// hierarchy offers; the rlimits apply in every case. On a hybrid host the
+// cgroup2 hierarchy usually offers none of those controllers: the leaf
+// then gives the kill, the sweep and the CPU figures, and the enforcement
+// record lists the limits it could not set.
 
 // Modes of Config.Cgroups.
 const (
@@ -46,7 +52,7 @@ var DefaultCgroupLimits = cgroup.Limits{MemoryMax: 512 << 20, PidsMax: 256}
 // leafTimeout bounds the wait for a killed leaf to empty.
 const leafTimeout = 5 * time.Second
 
-// cgroupState is tier B's resolved use of cgroups.
+// cgroupState is the tool's resolved use of cgroups.
 type cgroupState struct {
 	m *cgroup.Manager // nil: not used
 	// why is the enforcement record's "cgroup" when m is nil.
@@ -54,15 +60,9 @@ type cgroupState struct {
 	limits cgroup.Limits
 }
 
-// tierBDefaults fills the tier B fields of cfg and opens its cgroup
+// cgroupDefaults fills the cgroup fields of cfg and opens its cgroup
 // manager; New calls it.
-func (cfg *Config) tierBDefaults() error {
-	if cfg.Tier != "B" {
-		return nil
-	}
-	if err := cfg.uidDefaults(); err != nil {
-		return err
-	}
+func (cfg *Config) cgroupDefaults() error {
 	if cfg.CgroupLimits == (cgroup.Limits{}) {
 		cfg.CgroupLimits = DefaultCgroupLimits
 	}
@@ -88,9 +88,9 @@ func (cfg *Config) tierBDefaults() error {
 	return nil
 }
 
-// SweepOrphans kills and removes the cgroup leaves of tier B processes
-// whose executor died (see cgroup.Manager.Sweep); the daemon calls it when
-// it starts. Without cgroups there is nothing to sweep.
+// SweepOrphans kills and removes the cgroup leaves of processes whose
+// executor died (see cgroup.Manager.Sweep), of either tier; the daemon
+// calls it when it starts. Without cgroups there is nothing to sweep.
 func (t *Tool) SweepOrphans(ctx context.Context) ([]cgroup.Orphan, error) {
 	if t.cfg.cgroups == nil || t.cfg.cgroups.m == nil {
 		return nil, nil
@@ -98,8 +98,8 @@ func (t *Tool) SweepOrphans(ctx context.Context) ([]cgroup.Orphan, error) {
 	return t.cfg.cgroups.m.Sweep(ctx)
 }
 
-// leaf is the cgroup of one tier B process. A nil *leaf (cgroups unused)
-// does nothing.
+// leaf is the cgroup of one process this tool starts (tier B's init, tier
+// C's bubblewrap). A nil *leaf (cgroups unused) does nothing.
 type leaf struct {
 	g   *cgroup.Group
 	enf map[string]any // the launch's enforcement record
@@ -109,8 +109,8 @@ type leaf struct {
 	killed []int
 }
 
-// newLeaf makes the leaf of one tier B process and records it, or why
-// there is none, as enf["cgroup"].
+// newLeaf makes the leaf of one process and records it, or why there is
+// none, as enf["cgroup"].
 func (t *Tool) newLeaf(enf map[string]any) (*leaf, error) {
 	cs := t.cfg.cgroups
 	if cs == nil || cs.m == nil {
@@ -141,9 +141,9 @@ func (l *leaf) attach(cmd *exec.Cmd) {
 	cmd.SysProcAttr.CgroupFD = l.g.FD()
 }
 
-// started watches the started init pid: when it exits, the leaf is killed
-// at once, before the caller reaps it, so no survivor holds the output
-// pipes open.
+// started watches the started pid (tier B's init, tier C's bubblewrap):
+// when it exits, the leaf is killed at once, before the caller reaps it, so
+// no survivor holds the output pipes open.
 func (l *leaf) started(pid int) {
 	if l == nil {
 		return

@@ -43,6 +43,10 @@
 //     program left behind, and holds a lifeline to the executor: when the
 //     executor dies the program's tree dies with it, which bubblewrap's
 //     --die-with-parent does not ensure while it sets the sandbox up.
+//     bubblewrap starts in a cgroup v2 leaf of its own where the host
+//     offers one (cgroup.go), as tier B's init does: a sandbox that the
+//     executor's death left stuck in bubblewrap's setup, before the init
+//     exists, is killed by the next executor's SweepOrphans.
 //
 // Egress. Tier C never shares the host's network namespace: its loopback
 // services (PostgreSQL included) would be reachable. With "none" and

@@ -86,19 +86,20 @@ type Config struct {
 	// UIDBase+UIDCount) of their own (see uid.go); UID and GID then do not
 	// apply to tier B. 0 means DefaultUIDBase and DefaultUIDCount.
 	UIDBase, UIDCount uint32
-	// Cgroups is tier B's use of cgroup v2 (see cgroup.go): CgroupsAuto
-	// (the default: a leaf per process where the host offers a writable
-	// cgroup2 hierarchy, and the reason recorded where not),
-	// CgroupsRequired (New fails without one) or CgroupsOff.
+	// Cgroups is the use of cgroup v2 (see cgroup.go), in both tiers:
+	// CgroupsAuto (the default: a leaf per process where the host offers a
+	// writable cgroup2 hierarchy, and the reason recorded where not),
+	// CgroupsRequired (New fails without one) or CgroupsOff. In tier C the
+	// leaf is what ends a sandbox that outlived a killed executor while
+	// bubblewrap was setting it up (Tool.SweepOrphans).
 	Cgroups string
 	// CgroupOptions locate the cgroup parent directory; see
 	// cgroup.Options.
 	CgroupOptions cgroup.Options
-	// CgroupLimits are set on each tier B process's leaf for the
-	// controllers the hierarchy offers; a zero value means
-	// DefaultCgroupLimits.
+	// CgroupLimits are set on each process's leaf for the controllers the
+	// hierarchy offers; a zero value means DefaultCgroupLimits.
 	CgroupLimits cgroup.Limits
-	// cgroups is what New made of Cgroups (tier B).
+	// cgroups is what New made of Cgroups.
 	cgroups *cgroupState
 	// EgressPorts are the destination ports strict egress may reach in
 	// tier C; nil means egress.DefaultPorts (80 and 443).
@@ -184,7 +185,12 @@ func New(cfg Config) (*Tool, error) {
 	if cfg.Redactor == nil {
 		cfg.Redactor = redact.New(redact.Options{})
 	}
-	if err := cfg.tierBDefaults(); err != nil {
+	if cfg.Tier == "B" {
+		if err := cfg.uidDefaults(); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.cgroupDefaults(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.WorkspaceRoot, 0o711); err != nil {

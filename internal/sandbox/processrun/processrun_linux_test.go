@@ -21,10 +21,14 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 )
 
-// TestMain makes the test binary tier B's init.
+// TestMain makes the test binary the sandbox init of both tiers, or the
+// executor a crash test kills.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == procinit.Hidden {
 		os.Exit(procinit.Main())
+	}
+	if os.Getenv(crashEnv) != "" {
+		os.Exit(crashExecutor())
 	}
 	os.Exit(m.Run())
 }

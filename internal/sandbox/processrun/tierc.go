@@ -74,26 +74,38 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 		return nil, failure(KindSpawnFailed, err.Error())
 	}
 	enf := t.enforcementC(bp, plan, spec, eg)
+	cg, err := t.newLeaf(enf)
+	if err != nil {
+		in.close()
+		eg.close()
+		return nil, withEnf(failure(KindSpawnFailed, "cgroup leaf: "+err.Error()), enf)
+	}
 	// Never cancelled: supervise stops the tree itself, TERM before KILL.
 	cmd, err := bp.Command(context.WithoutCancel(ctx))
 	if err != nil {
+		cg.abort()
 		in.close()
 		eg.close()
 		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
 	}
+	cg.attach(cmd.Cmd)
 	l := &launch{cmd: cmd.Cmd, enf: enf}
 	l.start = func() error {
 		eg.serve(l.record)
 		err := cmd.Start()
 		in.started()
+		if err == nil {
+			cg.started(cmd.Process.Pid)
+		}
 		return err
 	}
 	l.abort = func() {
 		cmd.Close()
 		in.close()
 		eg.close()
+		cg.abort()
 	}
-	l.result = func(o outcome) executor.Result { return t.resultC(o, enf, in, eg) }
+	l.result = func(o outcome) executor.Result { return t.resultC(o, enf, in, eg, cg) }
 	return l, executor.Result{}
 }
 
@@ -144,11 +156,13 @@ func (t *Tool) sharedC() (*sharedC, error) {
 // ran under the init. Without a report (the sandbox never got as far as
 // the init, or the init was killed) the status is bubblewrap's and no CPU
 // figures are recorded: bubblewrap's own are not the program's.
-func (t *Tool) resultC(o outcome, enf map[string]any, in *sandboxInit, eg *egressSession) executor.Result {
+func (t *Tool) resultC(o outcome, enf map[string]any, in *sandboxInit, eg *egressSession, cg *leaf) executor.Result {
 	res := executor.Result{Enforcement: enf, Resources: map[string]int64{"wall_ms": o.wall.Milliseconds()}}
 	if eg != nil {
 		eg.finish(res.Resources)
 	}
+	// Whatever is left in the sandbox dies with the leaf.
+	cg.finish(res.Resources)
 	usage, err := in.finish()
 	if err != nil {
 		e := exitOf(o.state)
