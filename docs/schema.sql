@@ -33,13 +33,11 @@ COMMENT ON SCHEMA ledger IS 'Execledger: the event log, the SQL API and the read
 
 
 --
--- Name: executor_transition_row; Type: TYPE; Schema: ledger; Owner: -
+-- Name: executor_record_row; Type: TYPE; Schema: ledger; Owner: -
 --
 
-CREATE TYPE ledger.executor_transition_row AS (
-	ord bigint,
+CREATE TYPE ledger.executor_record_row AS (
 	id uuid,
-	claim uuid,
 	kind text,
 	charge boolean,
 	state text,
@@ -50,9 +48,7 @@ CREATE TYPE ledger.executor_transition_row AS (
 	principal text,
 	run_id text,
 	head bigint,
-	head_type text,
-	head_payload json,
-	head_tx xid8
+	digest text
 );
 
 
@@ -73,7 +69,7 @@ BEGIN
         IF FOUND THEN
             RAISE EXCEPTION 'ledger.append_events: stream % is written only by the ledger''s functions', coalesce(v_bad, 'NULL')
                 USING ERRCODE = 'insufficient_privilege',
-                      HINT = 'executors record requests through ledger.executor_append and ledger.executor_transition';
+                      HINT = 'executors record requests through ledger.executor_record';
         END IF;
     END IF;
     RETURN QUERY SELECT * FROM ledger.insert_events(streams, versions, types, payloads, metadatas);
@@ -90,21 +86,6 @@ CREATE FUNCTION ledger.approve(request_id uuid, note text DEFAULT NULL::text, in
     AS $$
 BEGIN
     PERFORM ledger.decide_approval(request_id, true, note, input_digest);
-END $$;
-
-
---
--- Name: attested_statement(text); Type: FUNCTION; Schema: ledger; Owner: -
---
-
-CREATE FUNCTION ledger.attested_statement(envelope text) RETURNS jsonb
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    RETURN convert_from(decode(envelope::jsonb ->> 'payload', 'base64'), 'UTF8')::jsonb;
-EXCEPTION WHEN OTHERS THEN
-    RETURN NULL;
 END $$;
 
 
@@ -170,6 +151,24 @@ END $$;
 
 
 --
+-- Name: claim_refusal(uuid, text, name, boolean); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.claim_refusal(st_claim uuid, st_queue_state text, st_claimed_role name, st_final boolean) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE
+        WHEN st_queue_state IS NULL AND st_final IS NULL THEN 'no such request'
+        WHEN st_queue_state IS NULL THEN 'it has ended'
+        WHEN st_queue_state = 'running' AND st_claimed_role IS DISTINCT FROM session_user
+            THEN 'its claim is held by login role ' || coalesce(st_claimed_role::text, 'none') || ' under that claim id or another'
+        WHEN st_queue_state = 'running' THEN 'claim ' || coalesce(st_claim::text, 'NULL') || ' is not its current claim, or its lease has not expired'
+        ELSE 'it is ' || st_queue_state
+    END
+$$;
+
+
+--
 -- Name: claim_requests(text, integer, interval); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -209,6 +208,29 @@ BEGIN
     JOIN ledger.events e ON e.stream = 'request:' || c.id AND e.version = 1
     ORDER BY c.priority DESC, c.available_at, c.id;
 END $$;
+
+
+--
+-- Name: claim_state(uuid[], uuid[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.claim_state(request_ids uuid[], claim_ids uuid[]) RETURNS TABLE(request_id uuid, claim_id uuid, queue_state text, claimed_role name, started boolean, final boolean, held boolean, lease_gone boolean, approval_gone boolean, unattested boolean)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT k.req, k.claim, q.state, q.claimed_role, q.started_at IS NOT NULL,
+           CASE WHEN r.id IS NOT NULL THEN r.finished_at IS NOT NULL END,
+           coalesce(q.state = 'running' AND q.claim_id = k.claim AND q.claimed_role = session_user, false),
+           coalesce(q.state = 'running' AND q.claim_id = k.claim AND q.lease_expires_at < clock_timestamp(), false),
+           coalesce(q.state = 'awaiting_approval' AND q.approval_expires_at < clock_timestamp(), false),
+           coalesce(q.id IS NULL AND r.finished_at IS NOT NULL AND r.attestation_digest IS NULL, false)
+    FROM (SELECT DISTINCT ON (u.req) u.req, u.claim
+          FROM unnest(request_ids, claim_ids) AS u(req, claim) ORDER BY u.req) k
+    -- One primary-key lookup per request whatever the statistics say
+    -- (LIMIT keeps the planner from turning these into table-wide joins).
+    LEFT JOIN LATERAL (SELECT x.* FROM ledger.queue x WHERE x.id = k.req LIMIT 1) q ON true
+    LEFT JOIN LATERAL (SELECT x.id, x.finished_at, x.attestation_digest FROM ledger.request_status x
+                       WHERE x.id = k.req AND q.id IS NULL LIMIT 1) r ON true
+$$;
 
 
 --
@@ -397,178 +419,176 @@ END $$;
 
 
 --
--- Name: executor_append(uuid[], uuid[], text[], bigint[], text[], text[], text[]); Type: FUNCTION; Schema: ledger; Owner: -
+-- Name: executor_record(uuid[], uuid[], text[], bigint[], text[], text[], text[], text[], boolean[], text[], text[], text[], text[], text[], interval); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.executor_append(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) RETURNS TABLE("position" bigint, hash bytea)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-DECLARE
-    n   int := cardinality(streams);
-    bad record;
-BEGIN
-    IF n IS NULL OR n = 0 THEN
-        RETURN;
-    END IF;
-    IF cardinality(claim_requests) IS DISTINCT FROM cardinality(claim_ids)
-       OR cardinality(versions) IS DISTINCT FROM n OR cardinality(types) IS DISTINCT FROM n
-       OR cardinality(payloads) IS DISTINCT FROM n OR cardinality(metadatas) IS DISTINCT FROM n THEN
-        RAISE EXCEPTION 'ledger.executor_append: the arrays must have matching lengths'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-
-    WITH ev AS (
-        SELECT u.t,
-               CASE WHEN u.s ~ '^request:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN substr(u.s, 9)::uuid
-                    WHEN u.s LIKE 'channel:%' AND u.t = 'channel.message'
-                         AND (u.m::json ->> 'correlation_id') ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN (u.m::json ->> 'correlation_id')::uuid
-               END AS req,
-               min(u.ord) OVER (PARTITION BY u.s) AS first,
-               u.s
-        FROM unnest(streams, types, metadatas) WITH ORDINALITY AS u(s, t, m, ord)
-    ), per_request AS (
-        SELECT ev.req, min(ev.first) AS first, min(ev.s) AS s, array_agg(DISTINCT ev.t) AS types
-        FROM ev GROUP BY ev.req
-    ), checked AS MATERIALIZED (
-        SELECT p.s, p.req, p.first,
-               CASE WHEN p.req IS NULL THEN 'executors write only request:<id> streams and channel.message events'
-                    ELSE ledger.executor_write_check(p.req,
-                             (SELECT k.claim FROM unnest(claim_requests, claim_ids) AS k(req, claim) WHERE k.req = p.req LIMIT 1),
-                             p.types, NULL) END AS why
-        FROM per_request p
-    )
-    SELECT c.s, c.req, c.why INTO bad FROM checked c WHERE c.why IS NOT NULL ORDER BY c.first LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'ledger.executor_append: stream % (request %) refused: %', bad.s, coalesce(bad.req::text, 'none'), bad.why
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-
-    SELECT u.s, u.req INTO bad
-    FROM (SELECT s, substr(s, 9)::uuid AS req, p::json AS pj
-          FROM unnest(streams, types, payloads) AS x(s, t, p) WHERE t = 'attestation.signed') u
-    WHERE (u.pj ->> 'request_id') IS DISTINCT FROM u.req::text
-       OR (u.pj ->> 'attestation_digest') IS DISTINCT FROM
-          'sha256:' || encode(sha256(convert_to(u.pj ->> 'envelope', 'UTF8')), 'hex')
-       OR (ledger.attested_statement(u.pj ->> 'envelope') -> 'predicate' ->> 'request_id') IS DISTINCT FROM u.req::text
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'ledger.executor_append: the attestation on stream % does not attest request % (request id, envelope digest or statement differ)', bad.s, bad.req
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-
-    RETURN QUERY SELECT * FROM ledger.insert_events(
-        streams,
-        ARRAY(SELECT coalesce(u.v, (SELECT coalesce(max(e.version), 0) FROM ledger.events e WHERE e.stream = u.s)
-                                   + row_number() OVER (PARTITION BY u.s, u.v IS NULL ORDER BY u.ord))
-              FROM unnest(streams, versions) WITH ORDINALITY AS u(s, v, ord) ORDER BY u.ord),
-        types, payloads, metadatas);
-END $_$;
-
-
---
--- Name: executor_transition(uuid[], uuid[], text[], boolean[], text[], text[], text[], text[], text[], interval); Type: FUNCTION; Schema: ledger; Owner: -
---
-
-CREATE FUNCTION ledger.executor_transition(request_ids uuid[], claim_ids uuid[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval DEFAULT NULL::interval) RETURNS void
+CREATE FUNCTION ledger.executor_record(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval DEFAULT NULL::interval) RETURNS TABLE("position" bigint, hash bytea)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    n      int := cardinality(request_ids);
-    v_rows ledger.executor_transition_row[];
+    n      int := coalesce(cardinality(claim_requests), 0);
+    m      int := coalesce(cardinality(streams), 0);
+    v_vers bigint[];
+    v_rows ledger.executor_record_row[];
+    v_bad  uuid;
     bad    record;
 BEGIN
-    IF n IS NULL OR n = 0 THEN
-        RETURN;
-    END IF;
-    IF cardinality(claim_ids) IS DISTINCT FROM n OR cardinality(kinds) IS DISTINCT FROM n
-       OR cardinality(charges) IS DISTINCT FROM n OR cardinality(states) IS DISTINCT FROM n
-       OR cardinality(error_kinds) IS DISTINCT FROM n OR cardinality(errors) IS DISTINCT FROM n
-       OR cardinality(outputs) IS DISTINCT FROM n OR cardinality(tiers) IS DISTINCT FROM n THEN
-        RAISE EXCEPTION 'ledger.executor_transition: the arrays must have the same length'
+    IF cardinality(claim_ids) IS DISTINCT FROM cardinality(claim_requests)
+       OR coalesce(cardinality(versions), 0) <> m OR coalesce(cardinality(types), 0) <> m
+       OR coalesce(cardinality(payloads), 0) <> m OR coalesce(cardinality(metadatas), 0) <> m
+       OR coalesce(cardinality(kinds), 0) <> n OR coalesce(cardinality(charges), 0) <> n
+       OR coalesce(cardinality(states), 0) <> n OR coalesce(cardinality(error_kinds), 0) <> n
+       OR coalesce(cardinality(errors), 0) <> n OR coalesce(cardinality(outputs), 0) <> n
+       OR coalesce(cardinality(tiers), 0) <> n THEN
+        RAISE EXCEPTION 'ledger.executor_record: the per-request arrays (claim_requests, claim_ids, kinds, charges, states, error_kinds, errors, outputs, tiers) and the per-event arrays (streams, versions, types, payloads, metadatas) must each have one length'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF (SELECT count(DISTINCT x) FROM unnest(request_ids) AS x) <> n OR array_position(request_ids, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'ledger.executor_transition: request ids must be distinct and not NULL'
+    IF n = 0 THEN
+        IF m > 0 THEN
+            RAISE EXCEPTION 'ledger.executor_record: events name no claimed request'
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        RETURN;
+    END IF;
+    IF (SELECT count(DISTINCT x) FROM unnest(claim_requests) AS x) <> n OR array_position(claim_requests, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ledger.executor_record: claim_requests must be distinct and not NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF approval_timeout IS NULL AND 'await_approval' = ANY(kinds) THEN
-        RAISE EXCEPTION 'ledger.executor_transition: await_approval needs an approval_timeout'
+        RAISE EXCEPTION 'ledger.executor_record: await_approval needs an approval_timeout'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
     -- Lock the queue rows in id order, as claim, heartbeat and completion do.
-    PERFORM 1 FROM ledger.queue q WHERE q.id = ANY(request_ids) ORDER BY q.id FOR UPDATE;
+    PERFORM 1 FROM ledger.queue q WHERE q.id = ANY(claim_requests) ORDER BY q.id FOR UPDATE;
 
-    WITH checked AS MATERIALIZED (
-        SELECT u.id, u.ord, ledger.executor_write_check(u.id, u.claim, NULL::text[], u.kind) AS why
-        FROM unnest(request_ids, claim_ids, kinds) WITH ORDINALITY AS u(id, claim, kind, ord)
+    -- Every event and every state change against the request's claim state.
+    -- An event is about the request whose stream it is on, or, on a
+    -- channel, the one its correlation_id names: matched against the
+    -- requests the call names, by stream name.
+    WITH st AS MATERIALIZED (
+        SELECT 'request:' || c.request_id AS stream, c.* FROM ledger.claim_state(claim_requests, claim_ids) c
+    ), ev AS (
+        SELECT u.t, u.s, u.ord,
+               CASE WHEN u.s LIKE 'request:%' THEN u.s
+                    WHEN u.s LIKE 'channel:%' AND u.t = 'channel.message' THEN 'request:' || (u.m::json ->> 'correlation_id')
+               END AS key
+        FROM unnest(streams, types, metadatas) WITH ORDINALITY AS u(s, t, m, ord)
+    ), asked AS (
+        SELECT ev.ord, ev.key, ev.s AS what, ev.t AS type, NULL::text AS kind FROM ev
+        UNION ALL
+        SELECT m + k.ord, 'request:' || k.req, 'request:' || k.req, NULL, k.kind
+        FROM unnest(claim_requests, kinds) WITH ORDINALITY AS k(req, kind, ord) WHERE k.kind IS NOT NULL
     )
-    SELECT c.id, c.why INTO bad FROM checked c WHERE c.why IS NOT NULL ORDER BY c.ord LIMIT 1;
+    SELECT a.what, a.type, a.kind, st.request_id AS req,
+           CASE WHEN a.key IS NULL THEN 'executors write only request:<id> streams and channel.message events'
+                WHEN st.request_id IS NULL THEN 'the call names no claim for that request'
+                WHEN a.kind NOT IN ('start', 'await_approval', 'requeue', 'finish', 'attest') THEN 'unknown state change ' || a.kind
+                WHEN a.type NOT IN ('policy.decided', 'budget.consumed', 'execution.started', 'approval.requested',
+                                    'execution.finished', 'request.cancelled', 'egress.connection', 'capability.used',
+                                    'channel.published', 'channel.message', 'lease.expired', 'approval.denied',
+                                    'attestation.signed') THEN 'executors do not write ' || a.type || ' events'
+                WHEN a.kind IN ('start', 'await_approval') AND st.held THEN 'it has started already'
+                ELSE ledger.claim_refusal(st.claim_id, st.queue_state, st.claimed_role, st.final) END AS why
+    INTO bad
+    FROM asked a
+    LEFT JOIN st ON st.stream = a.key
+    WHERE NOT coalesce(CASE
+        WHEN a.type = 'lease.expired' OR a.kind = 'requeue' THEN st.lease_gone
+        WHEN a.type = 'approval.denied' THEN st.approval_gone
+        WHEN a.type = 'attestation.signed' THEN st.held OR st.lease_gone OR st.approval_gone OR st.unattested
+        WHEN a.type IN ('policy.decided', 'budget.consumed', 'execution.started', 'approval.requested',
+                        'execution.finished', 'request.cancelled', 'egress.connection', 'capability.used',
+                        'channel.published', 'channel.message') THEN st.held
+        WHEN a.kind IN ('start', 'await_approval') THEN st.held AND NOT st.started
+        WHEN a.kind = 'finish' THEN st.held OR st.lease_gone OR st.approval_gone
+        WHEN a.kind = 'attest' THEN st.unattested
+        ELSE false END, false)
+    ORDER BY a.ord LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'ledger.executor_transition: request %: %', bad.id, bad.why
+        RAISE EXCEPTION 'ledger.executor_record: % of request % refused: %',
+            coalesce(bad.type || ' on ' || bad.what, 'state change ' || bad.kind), coalesce(bad.req::text, 'not named'), bad.why
             USING ERRCODE = 'insufficient_privilege';
     END IF;
 
-    SELECT array_agg(ROW(u.ord, u.id, u.claim, u.kind, coalesce(u.charge, false), u.state, u.error_kind, u.error,
-                         u.output, u.tier, r.principal, r.run_id, h.version, h.type, h.payload, h.tx_id)::ledger.executor_transition_row
-                     ORDER BY u.ord)
-    INTO v_rows
-    FROM unnest(request_ids, claim_ids, kinds, charges, states, error_kinds, errors, outputs, tiers)
-        WITH ORDINALITY AS u(id, claim, kind, charge, state, error_kind, error, output, tier, ord)
-    JOIN ledger.request_status r ON r.id = u.id
-    LEFT JOIN LATERAL (
-        SELECT e.version, e.type, e.payload, e.tx_id FROM ledger.events e
-        WHERE e.stream = 'request:' || u.id ORDER BY e.version DESC LIMIT 1
-    ) h ON true;
+    -- Versions: NULL is the stream's next.
+    v_vers := ARRAY(
+        SELECT coalesce(u.v, (SELECT coalesce(max(e.version), 0) FROM ledger.events e WHERE e.stream = u.s)
+                             + row_number() OVER (PARTITION BY u.s, u.v IS NULL ORDER BY u.ord))
+        FROM unnest(streams, versions) WITH ORDINALITY AS u(s, v, ord) ORDER BY u.ord);
 
-    SELECT t.id, t.kind, t.state, t.head_type, t.head_tx INTO bad
-    FROM unnest(v_rows) t
-    WHERE t.kind IN ('finish', 'attest') AND (
-        t.head_type IS DISTINCT FROM 'attestation.signed' OR t.head_tx IS DISTINCT FROM pg_current_xact_id()
-        OR (t.kind = 'finish' AND (
-            t.state IS NULL OR t.state NOT IN ('succeeded', 'failed', 'denied', 'cancelled')
-            OR (t.state = 'succeeded') <> (t.error_kind IS NULL)
-            OR (ledger.attested_statement(t.head_payload ->> 'envelope') -> 'predicate' ->> 'success')
-               IS DISTINCT FROM (t.state = 'succeeded')::text
-            OR coalesce(ledger.attested_statement(t.head_payload ->> 'envelope') -> 'predicate' ->> 'error_kind', '')
-               <> coalesce(t.error_kind, ''))))
-    ORDER BY t.ord LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'ledger.executor_transition: request % cannot %: %', bad.id,
-            CASE WHEN bad.kind = 'finish' THEN 'end ' || coalesce(bad.state, 'NULL') ELSE 'be attested' END,
-            CASE WHEN bad.head_type IS DISTINCT FROM 'attestation.signed' OR bad.head_tx IS DISTINCT FROM pg_current_xact_id()
-                 THEN 'its last event must be an attestation.signed appended by this transaction'
-                 ELSE 'its state and error kind must agree with each other and with its attestation' END
+    -- One row per request: its outcome, its new head and, for finish and
+    -- attest, its attestation, parsed once.
+    SELECT array_agg(ROW(k.req, k.kind, coalesce(k.charge, false), k.state, k.error_kind, k.error, k.output, k.tier,
+                         r.principal, r.run_id,
+                         coalesce(last.version, (SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'request:' || k.req)),
+                         att.digest)::ledger.executor_record_row ORDER BY k.ord),
+           (array_agg(k.req ORDER BY k.ord) FILTER (WHERE k.kind IN ('finish', 'attest') AND (
+                last.type IS DISTINCT FROM 'attestation.signed' OR att.digest IS NULL
+                OR (k.kind = 'finish' AND (
+                    k.state IS NULL OR k.state NOT IN ('succeeded', 'failed', 'denied', 'cancelled')
+                    OR (k.state = 'succeeded') <> (k.error_kind IS NULL)
+                    OR att.pred ->> 'success' IS DISTINCT FROM (k.state = 'succeeded')::text
+                    OR coalesce(att.pred ->> 'error_kind', '') <> coalesce(k.error_kind, ''))))))[1]
+    INTO v_rows, v_bad
+    FROM unnest(claim_requests, kinds, charges, states, error_kinds, errors, outputs, tiers)
+        WITH ORDINALITY AS k(req, kind, charge, state, error_kind, error, output, tier, ord)
+    JOIN LATERAL (SELECT x.principal, x.run_id FROM ledger.request_status x WHERE x.id = k.req LIMIT 1) r ON true
+    LEFT JOIN (
+        SELECT DISTINCT ON (e.s) e.s, v_vers[e.ord] AS version, e.t AS type, e.p AS payload
+        FROM unnest(streams, types, payloads) WITH ORDINALITY AS e(s, t, p, ord)
+        ORDER BY e.s, e.ord DESC
+    ) last ON last.s = 'request:' || k.req
+    LEFT JOIN LATERAL (
+        SELECT CASE WHEN j.named = k.req::text AND j.pred ->> 'request_id' = k.req::text
+                         AND j.digest = 'sha256:' || encode(sha256(convert_to(j.envelope, 'UTF8')), 'hex')
+                    THEN j.digest END AS digest,
+               j.pred
+        FROM (SELECT x.pj ->> 'request_id' AS named, x.pj ->> 'attestation_digest' AS digest, x.pj ->> 'envelope' AS envelope,
+                     (convert_from(decode((x.pj ->> 'envelope')::json ->> 'payload', 'base64'), 'UTF8')::jsonb) -> 'predicate' AS pred
+              FROM (SELECT last.payload::jsonb AS pj OFFSET 0) x
+              OFFSET 0) j
+        WHERE k.kind IN ('finish', 'attest') AND last.type = 'attestation.signed'
+    ) att ON true;
+    IF v_bad IS NOT NULL THEN
+        SELECT t.id, t.kind, t.state INTO bad FROM unnest(v_rows) t WHERE t.id = v_bad LIMIT 1;
+        RAISE EXCEPTION 'ledger.executor_record: request % cannot %: its last event in the call must be an attestation.signed that names it (in the event and in its statement), carries its envelope''s digest and agrees with the outcome and error kind',
+            bad.id, CASE WHEN bad.kind = 'finish' THEN 'end ' || coalesce(bad.state, 'NULL') ELSE 'be attested' END
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    -- Budgets: a started call is charged to its run once.
-    INSERT INTO ledger.runs AS r (principal, run_id, used)
-    SELECT t.principal, t.run_id, count(*)
-    FROM unnest(v_rows) t JOIN ledger.queue q ON q.id = t.id
-    WHERE t.kind = 'start' AND t.charge AND t.run_id IS NOT NULL AND NOT q.charged
-    GROUP BY t.principal, t.run_id
-    ORDER BY t.principal, t.run_id
-    ON CONFLICT ON CONSTRAINT runs_pkey DO UPDATE SET used = r.used + EXCLUDED.used;
+    RETURN QUERY SELECT * FROM ledger.insert_events(streams, v_vers, types, payloads, metadatas);
 
-    UPDATE ledger.queue q
-    SET stream_version = t.head, started_at = clock_timestamp(), charged = q.charged OR (t.charge AND t.run_id IS NOT NULL)
-    FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'start';
+    IF 'start' = ANY(kinds) THEN
+        -- Budgets: a started call is charged to its run once.
+        INSERT INTO ledger.runs AS r (principal, run_id, used)
+        SELECT t.principal, t.run_id, count(*)
+        FROM unnest(v_rows) t JOIN ledger.queue q ON q.id = t.id
+        WHERE t.kind = 'start' AND t.charge AND t.run_id IS NOT NULL AND NOT q.charged
+        GROUP BY t.principal, t.run_id
+        ORDER BY t.principal, t.run_id
+        ON CONFLICT ON CONSTRAINT runs_pkey DO UPDATE SET used = r.used + EXCLUDED.used;
 
-    UPDATE ledger.queue q
-    SET state = 'awaiting_approval', stream_version = t.head, claim_id = NULL, claimed_by = NULL, claimed_role = NULL,
-        lease_expires_at = NULL, approval_expires_at = clock_timestamp() + approval_timeout
-    FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'await_approval';
-
-    UPDATE ledger.queue q
-    SET state = 'pending', stream_version = t.head, claim_id = NULL, claimed_by = NULL, claimed_role = NULL,
-        lease_expires_at = NULL, started_at = NULL, available_at = clock_timestamp()
-    FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'requeue';
-
-    DELETE FROM ledger.queue q USING unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'finish';
-
+        UPDATE ledger.queue q
+        SET stream_version = t.head, started_at = clock_timestamp(), charged = q.charged OR (t.charge AND t.run_id IS NOT NULL)
+        FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'start';
+    END IF;
+    IF 'await_approval' = ANY(kinds) THEN
+        UPDATE ledger.queue q
+        SET state = 'awaiting_approval', stream_version = t.head, claim_id = NULL, claimed_by = NULL, claimed_role = NULL,
+            lease_expires_at = NULL, approval_expires_at = clock_timestamp() + approval_timeout
+        FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'await_approval';
+    END IF;
+    IF 'requeue' = ANY(kinds) THEN
+        UPDATE ledger.queue q
+        SET state = 'pending', stream_version = t.head, claim_id = NULL, claimed_by = NULL, claimed_role = NULL,
+            lease_expires_at = NULL, started_at = NULL, available_at = clock_timestamp()
+        FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'requeue';
+    END IF;
+    IF 'finish' = ANY(kinds) THEN
+        DELETE FROM ledger.queue q USING unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'finish';
+    END IF;
     UPDATE ledger.request_status r
     SET state = CASE t.kind WHEN 'start' THEN 'running' WHEN 'await_approval' THEN 'awaiting_approval'
                             WHEN 'requeue' THEN 'pending' WHEN 'finish' THEN t.state ELSE r.state END,
@@ -576,80 +596,21 @@ BEGIN
         error = CASE WHEN t.kind = 'finish' THEN t.error ELSE r.error END,
         output = CASE WHEN t.kind = 'finish' THEN t.output::jsonb ELSE r.output END,
         tier = CASE WHEN t.kind = 'finish' THEN t.tier ELSE r.tier END,
-        attestation_digest = CASE WHEN t.kind IN ('finish', 'attest') THEN t.head_payload ->> 'attestation_digest'
-                                  ELSE r.attestation_digest END,
+        attestation_digest = CASE WHEN t.kind IN ('finish', 'attest') THEN t.digest ELSE r.attestation_digest END,
         finished_at = CASE WHEN t.kind = 'finish' THEN clock_timestamp() ELSE r.finished_at END
-    FROM unnest(v_rows) t WHERE r.id = t.id;
+    FROM unnest(v_rows) t WHERE r.id = t.id AND t.kind IS NOT NULL;
 
-    PERFORM ledger.notify_done(t.principal, t.id) FROM unnest(v_rows) t WHERE t.kind = 'finish';
-END $$;
-
-
---
--- Name: executor_write_check(uuid, uuid, text[], text); Type: FUNCTION; Schema: ledger; Owner: -
---
-
-CREATE FUNCTION ledger.executor_write_check(p_request uuid, p_claim uuid, ev_types text[], transition text) RETURNS text
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    q             record;
-    v_final       boolean;
-    v_attested    boolean;
-    held          boolean := false;
-    lease_gone    boolean := false;
-    approval_gone boolean := false;
-    unattested    boolean := false;
-    t             text;
-    why           text;
-BEGIN
-    SELECT x.state, x.claim_id, x.claimed_role, x.lease_expires_at, x.approval_expires_at, x.started_at
-    INTO q FROM ledger.queue x WHERE x.id = p_request;
-    IF FOUND THEN
-        held := q.state = 'running' AND q.claim_id = p_claim AND q.claimed_role = session_user;
-        lease_gone := q.state = 'running' AND q.claim_id = p_claim AND q.lease_expires_at < clock_timestamp();
-        approval_gone := q.state = 'awaiting_approval' AND q.approval_expires_at < clock_timestamp();
-    ELSE
-        SELECT r.finished_at IS NOT NULL, r.attestation_digest IS NOT NULL INTO v_final, v_attested
-        FROM ledger.request_status r WHERE r.id = p_request;
-        unattested := coalesce(v_final AND NOT v_attested, false);
+    IF 'finish' = ANY(kinds) THEN
+        -- One channel name per principal, not per request.
+        WITH c AS MATERIALIZED (
+            SELECT p.principal, ledger.done_channel(p.principal) AS channel
+            FROM (SELECT DISTINCT x.principal FROM unnest(v_rows) x WHERE x.kind = 'finish') p
+        )
+        SELECT count(pg_notify(c.channel, t.id::text)) INTO n
+        FROM unnest(v_rows) t JOIN c ON c.principal = t.principal
+        WHERE t.kind = 'finish';
+        PERFORM pg_notify('ledger_request_done', '');
     END IF;
-
-    IF transition IS NOT NULL THEN
-        RETURN CASE
-            WHEN transition IN ('start', 'await_approval') AND held AND q.started_at IS NULL THEN NULL
-            WHEN transition = 'requeue' AND lease_gone THEN NULL
-            WHEN transition = 'finish' AND (held OR lease_gone OR approval_gone) THEN NULL
-            WHEN transition = 'attest' AND unattested THEN NULL
-            WHEN transition NOT IN ('start', 'await_approval', 'requeue', 'finish', 'attest') THEN 'unknown transition ' || transition
-            ELSE 'may not ' || transition || ' it: ' || CASE
-                WHEN q.state IS NULL AND v_final IS NULL THEN 'no such request'
-                WHEN q.state IS NULL THEN 'it has ended'
-                WHEN q.state = 'running' AND q.claim_id = p_claim THEN 'the claim is held by login role ' || coalesce(q.claimed_role::text, 'none')
-                WHEN q.state = 'running' THEN 'claim ' || coalesce(p_claim::text, 'NULL') || ' is not its current claim'
-                ELSE 'it is ' || q.state END
-        END;
-    END IF;
-
-    FOREACH t IN ARRAY ev_types LOOP
-        why := CASE
-            WHEN t = 'lease.expired' THEN CASE WHEN lease_gone THEN NULL ELSE 'its lease has not expired under that claim' END
-            WHEN t = 'approval.denied' THEN CASE WHEN approval_gone THEN NULL ELSE 'its approval has not expired' END
-            WHEN t = 'attestation.signed' THEN
-                CASE WHEN held OR lease_gone OR approval_gone OR unattested THEN NULL
-                     ELSE 'the request is not held by the caller, expired, or ended unattested' END
-            WHEN t IN ('policy.decided', 'budget.consumed', 'execution.started', 'approval.requested',
-                       'execution.finished', 'request.cancelled', 'egress.connection', 'capability.used',
-                       'channel.published', 'channel.message') THEN
-                CASE WHEN held THEN NULL ELSE 'the caller''s login role does not hold claim ' || coalesce(p_claim::text, 'NULL') END
-            ELSE 'executors do not write ' || coalesce(t, 'NULL') || ' events'
-        END;
-        IF why IS NOT NULL THEN
-            RETURN coalesce(t, 'NULL') || ': ' || why;
-        END IF;
-    END LOOP;
-    RETURN NULL;
 END $$;
 
 
@@ -1670,13 +1631,6 @@ GRANT ALL ON FUNCTION ledger.approve(request_id uuid, note text, input_digest te
 
 
 --
--- Name: FUNCTION attested_statement(envelope text); Type: ACL; Schema: ledger; Owner: -
---
-
-REVOKE ALL ON FUNCTION ledger.attested_statement(envelope text) FROM PUBLIC;
-
-
---
 -- Name: FUNCTION cancel(request_id uuid, reason text); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -1686,11 +1640,25 @@ GRANT ALL ON FUNCTION ledger.cancel(request_id uuid, reason text) TO ledger_admi
 
 
 --
+-- Name: FUNCTION claim_refusal(st_claim uuid, st_queue_state text, st_claimed_role name, st_final boolean); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.claim_refusal(st_claim uuid, st_queue_state text, st_claimed_role name, st_final boolean) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION claim_requests(executor text, max_requests integer, lease interval); Type: ACL; Schema: ledger; Owner: -
 --
 
 REVOKE ALL ON FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION claim_state(request_ids uuid[], claim_ids uuid[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.claim_state(request_ids uuid[], claim_ids uuid[]) FROM PUBLIC;
 
 
 --
@@ -1737,26 +1705,11 @@ GRANT ALL ON FUNCTION ledger.end_run(run_id text, reason text) TO ledger_admin;
 
 
 --
--- Name: FUNCTION executor_append(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[]); Type: ACL; Schema: ledger; Owner: -
+-- Name: FUNCTION executor_record(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval); Type: ACL; Schema: ledger; Owner: -
 --
 
-REVOKE ALL ON FUNCTION ledger.executor_append(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION ledger.executor_append(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) TO ledger_executor;
-
-
---
--- Name: FUNCTION executor_transition(request_ids uuid[], claim_ids uuid[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval); Type: ACL; Schema: ledger; Owner: -
---
-
-REVOKE ALL ON FUNCTION ledger.executor_transition(request_ids uuid[], claim_ids uuid[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION ledger.executor_transition(request_ids uuid[], claim_ids uuid[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval) TO ledger_executor;
-
-
---
--- Name: FUNCTION executor_write_check(p_request uuid, p_claim uuid, ev_types text[], transition text); Type: ACL; Schema: ledger; Owner: -
---
-
-REVOKE ALL ON FUNCTION ledger.executor_write_check(p_request uuid, p_claim uuid, ev_types text[], transition text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.executor_record(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.executor_record(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval) TO ledger_executor;
 
 
 --

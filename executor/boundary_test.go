@@ -65,6 +65,39 @@ func head(t *testing.T, e *env, id uuid.UUID) int64 {
 	return v
 }
 
+// ev is one event of a record call.
+type ev = struct {
+	typ     string
+	payload any
+}
+
+// record calls ledger.executor_record as role r, in a transaction of its
+// own, about request id under claim: events on its stream from version
+// after+1, then the state change kind (nil for none) ending in state.
+func record(t *testing.T, r *testdb.Role, id, claim uuid.UUID, after int64, events []ev, kind, state, errorKind *string) error {
+	t.Helper()
+	ctx := context.Background()
+	var streams, types, payloads, metas []string
+	var versions []int64
+	for i, e := range events {
+		streams, types = append(streams, "request:"+id.String()), append(types, e.typ)
+		versions = append(versions, after+int64(i)+1)
+		payloads = append(payloads, jsonText(t, e.payload))
+		metas = append(metas, jsonText(t, map[string]any{"actor": "test", "correlation_id": id}))
+	}
+	tx, err := r.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT * FROM ledger.executor_record(ARRAY[$1::uuid], ARRAY[$2::uuid], $3, $4, $5, $6, $7,
+ARRAY[$8::text], ARRAY[false], ARRAY[$9::text], ARRAY[$10::text], ARRAY[NULL::text], ARRAY['{"text":"x"}'], ARRAY['builtin'], NULL)`,
+		id, claim, streams, versions, types, payloads, metas, kind, state, errorKind); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
 func mustRefuse(t *testing.T, what string, err error, code string) {
 	t.Helper()
 	if err == nil {
@@ -86,7 +119,7 @@ func TestExecutorLoginCannotForgeOutcomes(t *testing.T) {
 		t.Fatalf("%+v", denied)
 	}
 	v := head(t, e, denied.ID)
-	finished := jsonText(t, map[string]any{"request_id": denied.ID, "state": "succeeded", "output": map[string]any{"text": "forged"}})
+	finished := map[string]any{"request_id": denied.ID, "state": "succeeded", "output": map[string]any{"text": "forged"}}
 	meta := jsonText(t, map[string]any{"actor": "forger", "correlation_id": denied.ID})
 
 	_, err := forger.Pool.Exec(ctx, `UPDATE ledger.request_status SET state = 'succeeded', error_kind = NULL, output = '{"text":"forged"}' WHERE id = $1`, denied.ID)
@@ -94,17 +127,16 @@ func TestExecutorLoginCannotForgeOutcomes(t *testing.T) {
 	_, err = forger.Pool.Exec(ctx, `UPDATE ledger.queue SET cancel_requested = true`)
 	mustRefuse(t, "UPDATE the queue", err, "42501")
 	_, err = forger.Pool.Exec(ctx, `SELECT * FROM ledger.append_events(ARRAY[$1], ARRAY[$2::bigint], ARRAY['execution.finished'], ARRAY[$3], ARRAY[$4])`,
-		"request:"+denied.ID.String(), v+1, finished, meta)
+		"request:"+denied.ID.String(), v+1, jsonText(t, finished), meta)
 	mustRefuse(t, "append_events to a request stream", err, "42501")
-	_, err = forger.Pool.Exec(ctx, `SELECT * FROM ledger.executor_append(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[$3], ARRAY[$4::bigint], ARRAY['execution.finished'], ARRAY[$5], ARRAY[$6])`,
-		denied.ID, uuid.New(), "request:"+denied.ID.String(), v+1, finished, meta)
-	mustRefuse(t, "executor_append to a final request", err, "42501")
-	_, err = forger.Pool.Exec(ctx, `SELECT * FROM ledger.executor_append(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[$3], ARRAY[$4::bigint], ARRAY['attestation.signed'], ARRAY[$5], ARRAY[$6])`,
-		denied.ID, uuid.Nil, "request:"+denied.ID.String(), v+1, jsonText(t, forgedAttestation(t, denied.ID, true, "")), meta)
-	mustRefuse(t, "a second attestation for an attested request", err, "42501")
-	_, err = forger.Pool.Exec(ctx, `SELECT ledger.executor_transition(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['finish'], ARRAY[false],
-ARRAY['succeeded'], ARRAY[NULL::text], ARRAY[NULL::text], ARRAY['{"text":"forged"}'], ARRAY['builtin'], NULL)`, denied.ID, uuid.New())
-	mustRefuse(t, "executor_transition finish of a final request", err, "42501")
+	finish, succeeded := "finish", "succeeded"
+	mustRefuse(t, "executor_record events about a final request",
+		record(t, forger, denied.ID, uuid.New(), v, []ev{{"execution.finished", finished}}, nil, nil, nil), "42501")
+	mustRefuse(t, "a second attestation for an attested request",
+		record(t, forger, denied.ID, uuid.Nil, v, []ev{{"attestation.signed", forgedAttestation(t, denied.ID, true, "")}}, nil, nil, nil), "42501")
+	mustRefuse(t, "executor_record finish of a final request",
+		record(t, forger, denied.ID, uuid.New(), v, []ev{{"execution.finished", finished}, {"attestation.signed", forgedAttestation(t, denied.ID, true, "")}},
+			&finish, &succeeded, nil), "42501")
 
 	// Run budgets belong to their principals.
 	_, err = forger.Pool.Exec(ctx, `UPDATE ledger.runs SET max_calls = 1000000 WHERE principal = 'bob'`)
@@ -142,66 +174,35 @@ func TestClaimsBindTheirLoginRole(t *testing.T) {
 	if err := holder.Pool.QueryRow(ctx, `SELECT id, claim_id, stream_version FROM ledger.claim_requests('holder', 1, '1 minute')`).Scan(new(uuid.UUID), &claim, &v); err != nil {
 		t.Fatal(err)
 	}
-	meta := jsonText(t, map[string]any{"actor": "x", "correlation_id": id})
-	appendAs := func(r *testdb.Role, typ string, payload any, at int64) error {
-		tx, err := r.Pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		_, err = tx.Exec(ctx, `SELECT * FROM ledger.executor_append(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[$3], ARRAY[$4::bigint], ARRAY[$5], ARRAY[$6], ARRAY[$7])`,
-			id, claim, "request:"+id.String(), at, typ, jsonText(t, payload), meta)
-		if err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
+	finish, succeeded := "finish", "succeeded"
+	appendAs := func(r *testdb.Role, typ string, payload any) error {
+		return record(t, r, id, claim, v, []ev{{typ, payload}}, nil, nil, nil)
 	}
-	finishAs := func(r *testdb.Role, events []struct {
-		typ     string
-		payload any
-	}, state string, kind *string) error {
-		tx, err := r.Pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		for i, ev := range events {
-			if _, err := tx.Exec(ctx, `SELECT * FROM ledger.executor_append(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[$3], ARRAY[$4::bigint], ARRAY[$5], ARRAY[$6], ARRAY[$7])`,
-				id, claim, "request:"+id.String(), v+int64(i)+1, ev.typ, jsonText(t, ev.payload), meta); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, `SELECT ledger.executor_transition(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['finish'], ARRAY[false],
-ARRAY[$3], ARRAY[$4::text], ARRAY[NULL::text], ARRAY['{"text":"x"}'], ARRAY['builtin'], NULL)`, id, claim, state, kind); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
-	}
-	type ev = struct {
-		typ     string
-		payload any
+	finishAs := func(r *testdb.Role, events []ev) error {
+		return record(t, r, id, claim, v, events, &finish, &succeeded, nil)
 	}
 	finishedEv := ev{"execution.finished", map[string]any{"request_id": id, "state": "succeeded"}}
 
-	mustRefuse(t, "another executor login appends under the claim", appendAs(other, "execution.finished", finishedEv.payload, v+1), "42501")
+	mustRefuse(t, "another executor login appends under the claim", appendAs(other, "execution.finished", finishedEv.payload), "42501")
 	mustRefuse(t, "another executor login finishes under the claim",
-		finishAs(other, []ev{finishedEv, {"attestation.signed", forgedAttestation(t, id, true, "")}}, "succeeded", nil), "42501")
-	mustRefuse(t, "events only executors' functions write", appendAs(holder, "approval.granted", map[string]any{"request_id": id}, v+1), "42501")
-	mustRefuse(t, "the holder finishes without an attestation", finishAs(holder, []ev{finishedEv}, "succeeded", nil), "22023")
+		finishAs(other, []ev{finishedEv, {"attestation.signed", forgedAttestation(t, id, true, "")}}), "42501")
+	mustRefuse(t, "events only ledger functions write", appendAs(holder, "approval.granted", map[string]any{"request_id": id}), "42501")
+	mustRefuse(t, "the holder finishes without an attestation", finishAs(holder, []ev{finishedEv}), "22023")
 	mustRefuse(t, "the holder finishes with an attestation of another outcome",
-		finishAs(holder, []ev{finishedEv, {"attestation.signed", forgedAttestation(t, id, false, "runtime_failure")}}, "succeeded", nil), "22023")
-	other2 := uuid.New()
+		finishAs(holder, []ev{finishedEv, {"attestation.signed", forgedAttestation(t, id, false, "runtime_failure")}}), "22023")
+	mustRefuse(t, "the holder's attestation comes before other events",
+		finishAs(holder, []ev{{"attestation.signed", forgedAttestation(t, id, true, "")}, finishedEv}), "22023")
 	mustRefuse(t, "the holder attaches an attestation of another request",
-		finishAs(holder, []ev{finishedEv, {"attestation.signed", forgedAttestation(t, other2, true, "")}}, "succeeded", nil), "22023")
+		finishAs(holder, []ev{finishedEv, {"attestation.signed", forgedAttestation(t, uuid.New(), true, "")}}), "22023")
 	bad := forgedAttestation(t, id, true, "")
 	bad["attestation_digest"] = "sha256:" + strings.Repeat("0", 64)
 	mustRefuse(t, "the holder's attestation digest is not its envelope's",
-		finishAs(holder, []ev{finishedEv, {"attestation.signed", bad}}, "succeeded", nil), "22023")
+		finishAs(holder, []ev{finishedEv, {"attestation.signed", bad}}), "22023")
 
 	// The holder, with a matching attestation, may end it: executors are
 	// trusted to run what they claim. The row carries that attestation.
 	att := forgedAttestation(t, id, true, "")
-	if err := finishAs(holder, []ev{finishedEv, {"attestation.signed", att}}, "succeeded", nil); err != nil {
+	if err := finishAs(holder, []ev{finishedEv, {"attestation.signed", att}}); err != nil {
 		t.Fatalf("the holder's own outcome: %v", err)
 	}
 	r, err := e.alice.Get(ctx, id)

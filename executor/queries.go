@@ -1,10 +1,9 @@
 package executor
 
-// The executor's SQL. An executor login writes requests only through the
-// ledger's executor functions, which check that it holds the claim (or
-// settles an expired lease or approval): events through
-// ledger.executor_append (ledger.Store.AppendClaimed), state changes
-// through ledger.executor_transition, row locks through ledger.lock_*.
+// The executor's SQL. An executor login writes requests only through
+// ledger.executor_record (ledger.Store.Record), which checks that it holds
+// the claim (or settles an expired lease or approval), and takes row locks
+// through ledger.lock_*.
 const (
 	queryClaim = `SELECT id, claim_id, attempt, stream_version, principal, tool, coalesce(run_id, ''), input, context,
        context_bound, input_digest, approved, charged, submitted_at
@@ -13,8 +12,6 @@ FROM ledger.claim_requests($1, $2, $3::interval)`
 	// queryLockBudgets creates the missing budget rows of the claimed
 	// requests' runs and locks them, in (principal, run_id) order.
 	queryLockBudgets = `SELECT principal, run_id, max_calls, used, ended FROM ledger.lock_claimed_budgets($1, $2, $3)`
-
-	queryTransition = `SELECT ledger.executor_transition($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::interval)`
 
 	// queryLockClaims locks the queue rows of jobs whose claims are still
 	// theirs; a row rescued or cancelled-and-finished meanwhile is skipped.

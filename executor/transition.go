@@ -11,7 +11,7 @@ import (
 	"github.com/execledger/execledger/ledger"
 )
 
-// Kinds of ledger.executor_transition.
+// Kinds of state change ledger.executor_record makes.
 const (
 	transStart         = "start"
 	transAwaitApproval = "await_approval"
@@ -20,43 +20,57 @@ const (
 	transAttest        = "attest"
 )
 
-// writes collects what one transaction records about its requests: the
-// events (through ledger.executor_append, under the claims it names) and
-// the state changes that follow from them (ledger.executor_transition).
-// A request that finishes or is attested must have its attestation.signed
-// as its last event in the batch.
+// writes collects what one transaction records about its requests, for
+// one call of ledger.executor_record: per request the claim it acts under
+// and the state change that follows, and the events. A request that
+// finishes or is attested must have its attestation.signed as its last
+// event.
 type writes struct {
-	claims  []ledger.Claim
+	index   map[uuid.UUID]int
 	appends []ledger.StreamAppend
 
-	ids, claimIDs                              []uuid.UUID
-	kinds                                      []string
+	ids, claims                                []uuid.UUID
+	kinds, states, errorKinds, errors, outputs []*string
+	tiers                                      []*string
 	charges                                    []bool
-	states, errorKinds, errors, outputs, tiers []*string
 	finished                                   int // how many finish
+}
+
+// request returns id's index, adding it under claim.
+func (w *writes) request(id, claim uuid.UUID) int {
+	if i, ok := w.index[id]; ok {
+		return i
+	}
+	if w.index == nil {
+		w.index = map[uuid.UUID]int{}
+	}
+	w.index[id] = len(w.ids)
+	w.ids, w.claims = append(w.ids, id), append(w.claims, claim)
+	w.kinds, w.states, w.errorKinds = append(w.kinds, nil), append(w.states, nil), append(w.errorKinds, nil)
+	w.errors, w.outputs, w.tiers = append(w.errors, nil), append(w.outputs, nil), append(w.tiers, nil)
+	w.charges = append(w.charges, false)
+	return len(w.ids) - 1
 }
 
 // events adds events about request id under claim.
 func (w *writes) events(id, claim uuid.UUID, sa ledger.StreamAppend) {
-	w.claims = append(w.claims, ledger.Claim{Request: id, ID: claim})
+	w.request(id, claim)
 	w.appends = append(w.appends, sa)
 }
 
 // other adds events for another stream (channel:<name>) on behalf of a
-// request whose claim events() has named.
+// request that events() has named.
 func (w *writes) other(sa ledger.StreamAppend) { w.appends = append(w.appends, sa) }
 
 func (w *writes) transition(id, claim uuid.UUID, kind string, charge bool) {
-	w.ids, w.claimIDs = append(w.ids, id), append(w.claimIDs, claim)
-	w.kinds, w.charges = append(w.kinds, kind), append(w.charges, charge)
-	w.states, w.errorKinds, w.errors = append(w.states, nil), append(w.errorKinds, nil), append(w.errors, nil)
-	w.outputs, w.tiers = append(w.outputs, nil), append(w.tiers, nil)
+	i := w.request(id, claim)
+	w.kinds[i], w.charges[i] = &kind, charge
 }
 
 // finish ends request id in state with res's outcome.
 func (w *writes) finish(id, claim uuid.UUID, state string, res Result, tier string) {
 	w.transition(id, claim, transFinish, false)
-	i := len(w.ids) - 1
+	i := w.index[id]
 	w.states[i], w.errorKinds[i], w.errors[i], w.tiers[i] = &state, strp(res.ErrorKind), strp(res.Error), strp(tier)
 	if len(res.Output) > 0 {
 		s := string(res.Output)
@@ -72,17 +86,17 @@ func strp(s string) *string {
 	return &s
 }
 
-// exec writes the events, then the state changes, in tx.
+// exec writes it all in tx.
 func (w *writes) exec(ctx context.Context, tx pgx.Tx, store *ledger.Store, approvalTimeout time.Duration) error {
-	if _, err := store.AppendClaimed(ctx, tx, w.claims, w.appends); err != nil {
-		return err
-	}
 	if len(w.ids) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, queryTransition, w.ids, w.claimIDs, w.kinds, w.charges, w.states, w.errorKinds,
-		w.errors, w.outputs, w.tiers, approvalTimeout.String()); err != nil {
-		return fmt.Errorf("record state: %w", err)
+	_, err := store.Record(ctx, tx, ledger.Record{
+		Requests: w.ids, Claims: w.claims, Events: w.appends, Kinds: w.kinds, Charges: w.charges, States: w.states,
+		ErrorKinds: w.errorKinds, Errors: w.errors, Outputs: w.outputs, Tiers: w.tiers, ApprovalTimeout: approvalTimeout,
+	})
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
 	}
 	return nil
 }

@@ -45,6 +45,7 @@ func (e *ConcurrencyError) Is(target error) bool { return target == ErrConcurren
 type InvalidEventError struct {
 	Type   string
 	Reason string
+	Err    error // the database's error, when it refused the event
 }
 
 func (e *InvalidEventError) Error() string {
@@ -53,6 +54,9 @@ func (e *InvalidEventError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidInput) hold.
 func (e *InvalidEventError) Is(target error) bool { return target == ErrInvalidInput }
+
+// Unwrap returns the database's error, if any.
+func (e *InvalidEventError) Unwrap() error { return e.Err }
 
 // sqlError translates a driver error into the package's errors, keeping
 // the database's message. Errors that are not the API's pass through wrapped.

@@ -7,7 +7,7 @@ const (
 
 	queryAppendEvents = `SELECT "position", hash FROM ledger.append_events($1, $2, $3, $4, $5)`
 
-	queryExecutorAppend = `SELECT "position", hash FROM ledger.executor_append($1, $2, $3, $4, $5, $6, $7)`
+	queryExecutorRecord = `SELECT "position", hash FROM ledger.executor_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::interval)`
 
 	queryStreamHead = `SELECT coalesce(max(version), 0) FROM ledger.events WHERE stream = $1`
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -80,29 +81,34 @@ func (s *Store) AppendBatch(ctx context.Context, db DBTX, batch []StreamAppend) 
 	return f.run(db.Query(ctx, queryAppendEvents, f.streams, versions, f.types, f.payloads, f.metas))
 }
 
-// Claim is a request and the claim an executor holds on it.
-type Claim struct {
-	Request uuid.UUID
-	ID      uuid.UUID
+// Record is what an executor writes about requests in one call of
+// ledger.executor_record: per request (Requests[i], under Claims[i]) the
+// state change that follows (Kinds[i]: "start", "await_approval",
+// "requeue", "finish", "attest", or nil for none) with its details, and
+// the events. A stream appended at AnyVersion (a channel:<name> stream)
+// takes its next versions in the database.
+type Record struct {
+	Requests, Claims []uuid.UUID
+	Events           []StreamAppend
+
+	Kinds                                      []*string
+	Charges                                    []bool
+	States, ErrorKinds, Errors, Outputs, Tiers []*string
+	ApprovalTimeout                            time.Duration
 }
 
-// AppendClaimed appends batch through ledger.executor_append, the only way
-// an executor login writes about requests: every event must be one the
-// caller may write under claims (its own claim on the request, or an
-// expired lease or approval it settles). A stream appended at AnyVersion
-// (a channel:<name> stream) takes its next versions in the database, and
-// its Appended rows have Version 0.
-func (s *Store) AppendClaimed(ctx context.Context, db DBTX, claims []Claim, batch []StreamAppend) ([]Appended, error) {
-	f, err := flatten(batch, nil)
-	if err != nil || len(f.streams) == 0 {
+// Record writes r through ledger.executor_record, the only way an executor
+// login writes about requests: every event and state change must be one
+// the caller may make under its claims (its own claim on the request, or
+// an expired lease or approval it settles). Appended rows of AnyVersion
+// streams have Version 0.
+func (s *Store) Record(ctx context.Context, db DBTX, r Record) ([]Appended, error) {
+	f, err := flatten(r.Events, nil)
+	if err != nil {
 		return nil, err
 	}
-	reqs := make([]uuid.UUID, len(claims))
-	ids := make([]uuid.UUID, len(claims))
-	for i, c := range claims {
-		reqs[i], ids[i] = c.Request, c.ID
-	}
-	return f.run(db.Query(ctx, queryExecutorAppend, reqs, ids, f.streams, f.versions, f.types, f.payloads, f.metas))
+	return f.run(db.Query(ctx, queryExecutorRecord, r.Requests, r.Claims, f.streams, f.versions, f.types, f.payloads, f.metas,
+		r.Kinds, r.Charges, r.States, r.ErrorKinds, r.Errors, r.Outputs, r.Tiers, r.ApprovalTimeout.String()))
 }
 
 // flat is a batch as the parallel arrays the append functions take.
@@ -195,7 +201,7 @@ func appendError(batch []StreamAppend, err error) error {
 		}
 		return ce
 	case pgErr.Code == "23514" || pgErr.Code == "22P02":
-		return &InvalidEventError{Reason: pgErr.Message}
+		return &InvalidEventError{Reason: pgErr.Message, Err: err}
 	}
 	return fmt.Errorf("ledger: append: %w", err)
 }
