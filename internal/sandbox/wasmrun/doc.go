@@ -155,7 +155,7 @@
 //
 // Results record Resources (fuel_used, fuel_limit, wall_ms,
 // memory_pages_peak, module_bytes, output_bytes) and Enforcement (engine,
-// memory_limit_pages, fuel_limit, table_limit, max_instances, timeout_ms,
-// wasi, module_digest, entrypoint, abi, host_modules, capabilities: the
-// grant).
+// memory_limit_pages, fuel_limit, host_call_fuel, table_limit,
+// max_instances, timeout_ms, wasi, module_digest, entrypoint, abi,
+// host_modules, capabilities: the grant).
 package wasmrun
