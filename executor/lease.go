@@ -32,15 +32,22 @@ func (e *Executor) heartbeat(ctx context.Context) {
 	}
 }
 
-func (e *Executor) beat(ctx context.Context) error {
+// inflightClaims lists the requests this executor holds and their claims,
+// in id order (the order every statement that locks queue rows uses).
+func (e *Executor) inflightClaims() (ids, claims []uuid.UUID) {
 	e.mu.Lock()
-	ids := make([]uuid.UUID, 0, len(e.inflight))
-	claims := make([]uuid.UUID, 0, len(e.inflight))
+	ids = make([]uuid.UUID, 0, len(e.inflight))
+	claims = make([]uuid.UUID, 0, len(e.inflight))
 	for _, j := range e.inflight {
 		ids, claims = append(ids, j.id), append(claims, j.claimID)
 	}
 	e.mu.Unlock()
 	sortClaims(ids, claims)
+	return ids, claims
+}
+
+func (e *Executor) beat(ctx context.Context) error {
+	ids, claims := e.inflightClaims()
 	if len(ids) == 0 {
 		return nil
 	}

@@ -69,13 +69,7 @@ func (e *Executor) listenOnce(ctx context.Context) error {
 // readCancelFlags cancels the local calls whose requests ledger.cancel has
 // flagged.
 func (e *Executor) readCancelFlags(ctx context.Context) error {
-	e.mu.Lock()
-	ids := make([]uuid.UUID, 0, len(e.inflight))
-	claims := make([]uuid.UUID, 0, len(e.inflight))
-	for _, j := range e.inflight {
-		ids, claims = append(ids, j.id), append(claims, j.claimID)
-	}
-	e.mu.Unlock()
+	ids, claims := e.inflightClaims()
 	if len(ids) == 0 {
 		return nil
 	}
