@@ -95,6 +95,7 @@ type ledgerEnv struct {
 	root      string // the tool's WorkspaceRoot on the host
 	submitter *pgxpool.Pool
 	auditor   *pgxpool.Pool
+	pub       ed25519.PublicKey // the executor's attestation key
 }
 
 // newLedgerEnv starts an executor with process.run in tier against a
@@ -125,7 +126,7 @@ func newLedgerEnv(t *testing.T, tier string, cfg envConfig) *ledgerEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func newLedgerEnv(t *testing.T, tier string, cfg envConfig) *ledgerEnv {
 			t.Error("executor did not stop within 30s")
 		}
 	})
-	return &ledgerEnv{tier: tier, root: root, submitter: sub.Pool, auditor: aud.Pool}
+	return &ledgerEnv{tier: tier, root: root, submitter: sub.Pool, auditor: aud.Pool, pub: pub}
 }
 
 // request is one row of ledger.requests.
@@ -173,6 +174,7 @@ type procOutput struct {
 	StderrTruncated bool   `json:"stderr_truncated"`
 	StdoutLossy     bool   `json:"stdout_lossy"`
 	StderrLossy     bool   `json:"stderr_lossy"`
+	LimitExceeded   string `json:"limit_exceeded"`
 	DurationMS      int64  `json:"duration_ms"`
 	Tier            string `json:"tier"`
 	SandboxBackend  string `json:"sandbox_backend"`
@@ -331,6 +333,30 @@ func (e *ledgerEnv) finished(t *testing.T, id uuid.UUID) finished {
 	}
 	t.Fatalf("request %s has no execution.finished; events: %s", id, e.eventTypes(t, id))
 	return finished{}
+}
+
+// attested verifies the request's attestation.signed envelope with the
+// executor's key and returns its statement.
+func (e *ledgerEnv) attested(t *testing.T, id uuid.UUID) *attest.Statement {
+	t.Helper()
+	for _, ev := range e.events(t, id) {
+		if ev.Type != "attestation.signed" {
+			continue
+		}
+		var p struct {
+			Envelope string `json:"envelope"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatalf("attestation.signed of %s: %v", id, err)
+		}
+		st, err := attest.Verify([]byte(p.Envelope), e.pub)
+		if err != nil {
+			t.Fatalf("attestation of %s: %v", id, err)
+		}
+		return st
+	}
+	t.Fatalf("request %s has no attestation.signed; events: %s", id, e.eventTypes(t, id))
+	return nil
 }
 
 // output decodes the request's output column.
@@ -751,6 +777,18 @@ func refusals() []refusal {
 		{name: "setsid", input: cmd("setsid", "sleep", "1"), kind: capd, state: "failed"},
 		{name: "nohup", input: cmd("nohup", "sleep", "1"), kind: capd, state: "failed"},
 		{name: "timeout", input: cmd("timeout", "5", "sh", "probe.sh"), kind: capd, state: "failed"},
+		// With interpreters allowed, the program a launcher starts gets the
+		// same eval-flag rules as the command (the black-box findings).
+		{name: "find -exec sh -c, interpreters allowed", open: true, input: cmd("find", ".", "-maxdepth", "0", "-exec", "sh", "-c", "id", ";"), kind: capd, state: "failed"},
+		{name: "find -execdir sh -c, interpreters allowed", open: true, input: cmd("find", ".", "-maxdepth", "0", "-execdir", "sh", "-c", "id", ";"), kind: capd, state: "failed"},
+		{name: "find -exec python3 -c, interpreters allowed", open: true, input: cmd("find", ".", "-maxdepth", "0", "-exec", "python3", "-c", "print(1)", ";"), kind: capd, state: "failed"},
+		{name: "env sh -c, interpreters allowed", open: true, input: cmd("env", "sh", "-c", "id"), kind: capd, state: "failed"},
+		{name: "env -S, interpreters allowed", open: true, input: cmd("env", "-S", "sh -c id"), kind: capd, state: "failed"},
+		{name: "xargs sh -c, interpreters allowed", open: true, input: cmd("xargs", "-a", "list.txt", "sh", "-c", "id"), kind: capd, state: "failed"},
+		{name: "timeout sh -c, interpreters allowed", open: true, input: cmd("timeout", "5", "sh", "-c", "id"), kind: capd, state: "failed"},
+		{name: "nohup sh -c, interpreters allowed", open: true, input: cmd("nohup", "sh", "-c", "id"), kind: capd, state: "failed"},
+		{name: "setsid -w sh -c, interpreters allowed", open: true, input: cmd("setsid", "-w", "sh", "-c", "id"), kind: capd, state: "failed"},
+		{name: "nested launchers, interpreters allowed", open: true, input: cmd("env", "timeout", "5", "env", "sh", "-c", "id"), kind: capd, state: "failed"},
 		// Workspace scope.
 		{name: "dot dot", input: cmd("cat", "../x"), kind: scope, state: "failed"},
 		{name: "nested dot dot", input: cmd("cat", "sub/../../x"), kind: scope, state: "failed"},
@@ -1619,6 +1657,60 @@ func TestLedgerRlimits(t *testing.T) {
 			}
 			if fi.Size() > int64(limits.FileSize) {
 				t.Errorf("big.bin grew to %d bytes past RLIMIT_FSIZE %d", fi.Size(), limits.FileSize)
+			}
+		})
+	})
+}
+
+// TestLedgerLimitKills: a shell spinning until RLIMIT_CPU ends it is
+// attested, in both tiers, with its own CPU time (about the limit, not
+// bubblewrap's few milliseconds), the signal that ended it, and
+// quota_exceeded naming the limit; a program that kills itself with the
+// same signal, having used no CPU to speak of, is a runtime_failure.
+func TestLedgerLimitKills(t *testing.T) {
+	t.Parallel()
+	eachTier(t, func(t *testing.T, tier string) {
+		e := newLedgerEnv(t, tier, envConfig{policy: openPolicy(), limits: procinit.Limits{CPUSeconds: 1, FileSize: 64 << 10}})
+		t.Run("cpu", func(t *testing.T) {
+			t.Parallel()
+			r := e.sh(t, "cpu", "while :; do :; done\n")
+			o := output(t, r)
+			if r.State != "failed" || r.ErrorKind != "quota_exceeded" || o.LimitExceeded != "rlimit_cpu_seconds" ||
+				!strings.Contains(r.Error, ": CPU limit of 1 s (rlimit_cpu_seconds) reached") {
+				t.Errorf("state %s, %s: %s, output %s", r.State, r.ErrorKind, r.Error, r.Output)
+			}
+			if o.Signal != int(syscall.SIGKILL) && o.Signal != int(syscall.SIGXCPU) || o.ExitCode != 128+o.Signal {
+				t.Errorf("exit %d signal %d, want SIGKILL (or SIGXCPU)", o.ExitCode, o.Signal)
+			}
+			p := e.attested(t, r.ID).Predicate
+			// As in procinit's TestCPULimitKillsBusyLoop: rusage against
+			// the limit's sampled ticks differ by a tenth or more.
+			if cpu := p.Resources["cpu_user_ms"] + p.Resources["cpu_sys_ms"]; cpu < 500 {
+				t.Errorf("attested %d ms of CPU (%v) for a 1 s CPU limit", cpu, p.Resources)
+			}
+			if p.ErrorKind != "quota_exceeded" || p.Success || p.ExitStatus == nil || *p.ExitStatus != o.ExitCode {
+				exit := "none"
+				if p.ExitStatus != nil {
+					exit = strconv.Itoa(*p.ExitStatus)
+				}
+				t.Errorf("attested error kind %q success %v exit status %s", p.ErrorKind, p.Success, exit)
+			}
+		})
+		t.Run("file size", func(t *testing.T) {
+			t.Parallel()
+			r := e.sh(t, "fsize", "exec dd if=/dev/zero of=big bs=1024 count=200\n")
+			o := output(t, r)
+			if r.ErrorKind != "quota_exceeded" || o.LimitExceeded != "rlimit_file_size" || o.Signal != int(syscall.SIGXFSZ) ||
+				!strings.Contains(r.Error, "killed by SIGXFSZ: file size limit of 65536 bytes (rlimit_file_size) reached") {
+				t.Errorf("%s: %s, output %s", r.ErrorKind, r.Error, r.Output)
+			}
+		})
+		t.Run("self-inflicted SIGKILL", func(t *testing.T) {
+			t.Parallel()
+			r := e.sh(t, "kill", "kill -KILL $$\n")
+			o := output(t, r)
+			if r.ErrorKind != "runtime_failure" || o.LimitExceeded != "" || o.Signal != int(syscall.SIGKILL) {
+				t.Errorf("%s: %s, output %s", r.ErrorKind, r.Error, r.Output)
 			}
 		})
 	})

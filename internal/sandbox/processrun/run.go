@@ -321,9 +321,12 @@ type runOutput struct {
 	StderrTruncated bool   `json:"stderr_truncated"`
 	StdoutLossy     bool   `json:"stdout_lossy,omitempty"`
 	StderrLossy     bool   `json:"stderr_lossy,omitempty"`
-	DurationMS      int64  `json:"duration_ms"`
-	Tier            string `json:"tier"`
-	SandboxBackend  string `json:"sandbox_backend"`
+	// LimitExceeded names the limit that ended the process (limit.go),
+	// with error kind quota_exceeded.
+	LimitExceeded  string `json:"limit_exceeded,omitempty"`
+	DurationMS     int64  `json:"duration_ms"`
+	Tier           string `json:"tier"`
+	SandboxBackend string `json:"sandbox_backend"`
 }
 
 // text makes captured bytes storable: valid UTF-8 (U+FFFD for bad bytes),
@@ -344,6 +347,8 @@ func (t *Tool) finish(res executor.Result, o outcome, e exit) executor.Result {
 	out.Stdout, out.StdoutLossy = t.text(o.stdout)
 	out.Stderr, out.StderrLossy = t.text(o.stderr)
 	res.Resources["output_bytes"] = int64(len(o.stdout) + len(o.stderr))
+	res.ErrorKind, res.Error, out.LimitExceeded = t.classify(o, e, res.Resources, out.Stderr)
+	res.TimedOut = res.ErrorKind == KindTimedOut
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -354,23 +359,33 @@ func (t *Tool) finish(res executor.Result, o outcome, e exit) executor.Result {
 		c := e.code
 		res.ExitStatus = &c
 	}
+	return res
+}
+
+// classify returns the error kind and message of a run that ended with e
+// (none for a success), and the limit that ended it, if one did; stderr is
+// the stored standard error, r the figures recorded.
+func (t *Tool) classify(o outcome, e exit, r map[string]int64, stderr string) (kind, msg, limit string) {
 	switch {
 	case o.timedOut:
-		res.ErrorKind, res.Error, res.TimedOut = KindTimedOut, "the process exceeded its timeout and was killed", true
+		return KindTimedOut, "the process exceeded its timeout and was killed", ""
 	case o.cancelled:
-		res.ErrorKind, res.Error = KindCancelled, fmt.Sprintf("cancelled: %v", o.cause)
+		return KindCancelled, fmt.Sprintf("cancelled: %v", o.cause), ""
 	case o.overflow:
-		res.ErrorKind = KindQuotaExceeded
-		res.Error = fmt.Sprintf("output exceeded %d bytes; the process was stopped and the output truncated", t.cfg.OutputLimit)
+		return KindQuotaExceeded, fmt.Sprintf("output exceeded %d bytes; the process was stopped and the output truncated", t.cfg.OutputLimit), limitOutput
 	case e.spawnFailed:
-		res.ErrorKind, res.Error = KindSpawnFailed, "the sandbox could not start the program: "+firstLine(out.Stderr)
-	case e.unreported:
-		res.ErrorKind = KindRuntimeFailure
-		res.Error = fmt.Sprintf("the sandbox init ended (status %d) without reporting how the program ended", e.code)
-	case e.code != 0:
-		res.ErrorKind, res.Error = KindRuntimeFailure, fmt.Sprintf("the process exited with status %d", e.code)
+		return KindSpawnFailed, "the sandbox could not start the program: " + firstLine(stderr), ""
 	}
-	return res
+	if limit, msg := t.limitHit(e, r); limit != "" {
+		return KindQuotaExceeded, msg, limit
+	}
+	switch {
+	case e.unreported:
+		return KindRuntimeFailure, fmt.Sprintf("the sandbox init ended (status %d) without reporting how the program ended", e.code), ""
+	case e.code != 0:
+		return KindRuntimeFailure, fmt.Sprintf("the process exited with status %d", e.code), ""
+	}
+	return "", "", ""
 }
 
 func firstLine(s string) string {

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/egress"
@@ -85,17 +87,18 @@ func TestTierCCPULimitKillsBurner(t *testing.T) {
 	tool := newTool(t, "C", interpreters, func(c *Config) { c.Limits = procinit.Limits{CPUSeconds: 1} })
 	start := time.Now()
 	res := shCall(t, tool, "run-1", "exec sha256sum /dev/zero\n")
-	// bubblewrap reports a signal as exit status 128+signal.
+	// The init reports the signal; bubblewrap alone reported 128+signal
+	// as an exit status.
 	o := decode(t, res)
-	if o.ExitCode != 128+int(syscall.SIGKILL) && o.ExitCode != 128+int(syscall.SIGXCPU) {
-		t.Fatalf("exit %d, want SIGKILL or SIGXCPU (%s: %s)", o.ExitCode, res.ErrorKind, res.Error)
+	if o.Signal != int(syscall.SIGKILL) && o.Signal != int(syscall.SIGXCPU) || o.ExitCode != 128+o.Signal {
+		t.Fatalf("exit %d signal %d, want SIGKILL or SIGXCPU (%s: %s)", o.ExitCode, o.Signal, res.ErrorKind, res.Error)
 	}
-	if res.ErrorKind != KindRuntimeFailure {
-		t.Errorf("error kind %q", res.ErrorKind)
+	if res.ErrorKind != KindQuotaExceeded || o.LimitExceeded != limitCPU ||
+		res.Error != fmt.Sprintf("killed by %s: CPU limit of 1 s (rlimit_cpu_seconds) reached", unix.SignalName(syscall.Signal(o.Signal))) {
+		t.Errorf("%s: %s (limit %q)", res.ErrorKind, res.Error, o.LimitExceeded)
 	}
 	// Killed after 1 s of CPU, which on an idle core is about 1 s of wall
-	// time. (Without the init, the CPU figures are bwrap's own: its
-	// monitor never reaps the sandbox's processes.)
+	// time.
 	if o.DurationMS < 900 {
 		t.Errorf("killed after %d ms, want about 1 s", o.DurationMS)
 	}
@@ -106,7 +109,8 @@ func TestTierCCPULimitKillsBurner(t *testing.T) {
 
 // TestTierCRecordsTheProgramsUsage: the CPU time a call records is the
 // program's, in tier C's offline path as with strict egress and in tier B:
-// a shell spinning until RLIMIT_CPU ends it has used about that limit.
+// a shell spinning until RLIMIT_CPU ends it has used about that limit, and
+// its end is recorded as that limit's (signal, quota_exceeded).
 // (bubblewrap's monitor, which the executor waits for, exits without
 // reaping the sandbox's pid 1: its rusage is its own few milliseconds.)
 func TestTierCRecordsTheProgramsUsage(t *testing.T) {
@@ -152,6 +156,11 @@ func TestTierCRecordsTheProgramsUsage(t *testing.T) {
 			if o.DurationMS < 500 {
 				t.Errorf("ended after %d ms, before its CPU limit", o.DurationMS)
 			}
+			// And how it ended: the signal, and the limit named.
+			if o.Signal != int(syscall.SIGKILL) && o.Signal != int(syscall.SIGXCPU) || o.ExitCode != 128+o.Signal ||
+				res.ErrorKind != KindQuotaExceeded || o.LimitExceeded != limitCPU {
+				t.Errorf("exit %d signal %d, %s: %s (limit %q), want a CPU limit kill", o.ExitCode, o.Signal, res.ErrorKind, res.Error, o.LimitExceeded)
+			}
 		})
 	}
 }
@@ -181,8 +190,10 @@ func TestTierCFileSizeLimitStopsWrite(t *testing.T) {
 	t.Parallel()
 	tool := newTool(t, "C", interpreters, func(c *Config) { c.Limits = procinit.Limits{FileSize: 64 << 10} })
 	res := shCall(t, tool, "run-1", "exec dd if=/dev/zero of=big bs=1024 count=200\n")
-	if o := decode(t, res); o.ExitCode != 128+int(syscall.SIGXFSZ) || res.ErrorKind != KindRuntimeFailure {
-		t.Errorf("exit %d, %s (%s), want 128+SIGXFSZ", o.ExitCode, res.ErrorKind, o.Stderr)
+	if o := decode(t, res); o.ExitCode != 128+int(syscall.SIGXFSZ) || o.Signal != int(syscall.SIGXFSZ) ||
+		res.ErrorKind != KindQuotaExceeded || o.LimitExceeded != limitFileSize ||
+		res.Error != "killed by SIGXFSZ: file size limit of 65536 bytes (rlimit_file_size) reached" {
+		t.Errorf("exit %d signal %d, %s: %s (%s), want SIGXFSZ, quota_exceeded", o.ExitCode, o.Signal, res.ErrorKind, res.Error, o.Stderr)
 	}
 	fi, err := os.Stat(filepath.Join(workspaceOf(tool, "run-1"), "big"))
 	if err != nil {
