@@ -32,12 +32,21 @@ var tbParents atomic.Int64
 // when the test ends.
 func tbCgroupTool(t *testing.T, pol procinput.Policy, mod ...func(*Config)) *Tool {
 	t.Helper()
+	return cgroupTool(t, "B", pol, mod...)
+}
+
+// cgroupTool is tbCgroupTool for either tier.
+func cgroupTool(t *testing.T, tier string, pol procinput.Policy, mod ...func(*Config)) *Tool {
+	t.Helper()
 	name := fmt.Sprintf("exltest-pr-%d-%d", os.Getpid(), tbParents.Add(1))
 	mod = append([]func(*Config){func(c *Config) {
 		c.Cgroups = CgroupsRequired
 		c.CgroupOptions = cgroup.Options{Name: name}
 	}}, mod...)
-	tool := newTool(t, "B", pol, mod...)
+	tool := newTool(t, tier, pol, mod...)
+	if tool.cfg.cgroups == nil || tool.cfg.cgroups.m == nil {
+		t.Fatalf("a tier %s tool with cgroups required uses none", tier)
+	}
 	parent := tool.cfg.cgroups.m.Path()
 	t.Cleanup(func() {
 		entries, _ := os.ReadDir(parent)

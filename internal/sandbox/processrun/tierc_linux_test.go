@@ -186,6 +186,22 @@ exit 9
 	}
 }
 
+// TestTierCCgroupLeaf: bubblewrap, and so the whole sandbox, runs in a
+// leaf of its own, which is recorded, reported and removed; the leaf's CPU
+// time covers the init's report of the program's.
+func TestTierCCgroupLeaf(t *testing.T) {
+	tool := cgroupTool(t, "C", interpreters)
+	res := shCall(t, tool, "run-1", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done\n")
+	if res.ErrorKind != "" {
+		t.Fatalf("%s: %s (%s)", res.ErrorKind, res.Error, res.Output)
+	}
+	tbCgroupRecord(t, res)
+	program := res.Resources["cpu_user_ms"] + res.Resources["cpu_sys_ms"]
+	if leaf := res.Resources["cgroup_cpu_usage_usec"]; program < 20 || leaf < (program-10)*1000 {
+		t.Errorf("the leaf used %d µs of CPU, the init reports %d ms for the program: %v", leaf, program, res.Resources)
+	}
+}
+
 func TestTierCFileSizeLimitStopsWrite(t *testing.T) {
 	t.Parallel()
 	tool := newTool(t, "C", interpreters, func(c *Config) { c.Limits = procinit.Limits{FileSize: 64 << 10} })
