@@ -65,11 +65,11 @@ DECLARE
 BEGIN
     IF NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user) THEN
         SELECT s INTO v_bad FROM unnest(streams) AS s
-        WHERE s IS NULL OR NOT (s = 'policy' OR s LIKE 'process:%') LIMIT 1;
+        WHERE s IS NULL OR s <> 'policy' LIMIT 1;
         IF FOUND THEN
             RAISE EXCEPTION 'ledger.append_events: stream % is written only by the ledger''s functions', coalesce(v_bad, 'NULL')
                 USING ERRCODE = 'insufficient_privilege',
-                      HINT = 'executors record requests through ledger.executor_record';
+                      HINT = 'executors record requests through ledger.executor_record, processes through ledger.process_start and ledger.process_record';
         END IF;
     END IF;
     RETURN QUERY SELECT * FROM ledger.insert_events(streams, versions, types, payloads, metadatas);
@@ -811,6 +811,114 @@ BEGIN
 END $$;
 
 
+--
+-- Name: process_record(uuid, text[], text[], text[], uuid, text, text, integer, integer, jsonb); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.process_record(p_handle uuid, types text[], payloads text[], metadatas text[], p_stop_request uuid DEFAULT NULL::uuid, p_state text DEFAULT NULL::text, p_end_reason text DEFAULT NULL::text, p_exit_code integer DEFAULT NULL::integer, p_signal integer DEFAULT NULL::integer, p_result jsonb DEFAULT NULL::jsonb) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    p      record;
+    n      int := coalesce(cardinality(types), 0);
+    v_head bigint;
+    v_bad  text;
+BEGIN
+    IF coalesce(cardinality(payloads), 0) <> n OR coalesce(cardinality(metadatas), 0) <> n THEN
+        RAISE EXCEPTION 'ledger.process_record: types, payloads and metadatas must have the same length'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT x.principal, x.run_id, x.state, x.owner_role, x.stop_requested_at INTO p
+    FROM ledger.processes x WHERE x.handle = p_handle FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.process_record: no process %', p_handle USING ERRCODE = 'no_data_found';
+    END IF;
+    SELECT t INTO v_bad FROM unnest(types) AS t
+    WHERE t IS NULL OR t NOT IN ('process.stop_requested', 'egress.connection', 'process.ended', 'process.lost') LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.process_record: executors do not write % events on process streams', coalesce(v_bad, 'NULL')
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF 'process.stop_requested' = ANY(types) AND NOT EXISTS (
+        SELECT 1 FROM ledger.queue q JOIN ledger.request_status s ON s.id = q.id
+        WHERE q.id = p_stop_request AND q.state = 'running' AND q.claimed_role = session_user
+          AND s.principal = p.principal AND s.run_id = p.run_id) THEN
+        RAISE EXCEPTION 'ledger.process_record: a stop of process % needs a running request of principal % and run % held by login role "%"',
+            p_handle, p.principal, p.run_id, session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF (p_state IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(types) AS t WHERE t <> 'process.stop_requested'))
+       AND p.owner_role IS DISTINCT FROM session_user THEN
+        RAISE EXCEPTION 'ledger.process_record: process % is recorded by its owner''s login role "%", not "%"',
+            p_handle, coalesce(p.owner_role::text, 'none'), session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF p_state IS NOT NULL AND p_state NOT IN ('ended', 'lost') THEN
+        RAISE EXCEPTION 'ledger.process_record: a process ends ended or lost, not %', p_state
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- A stop asked for twice, or of a process that has ended, records nothing.
+    IF types = ARRAY['process.stop_requested'] AND (p.state <> 'running' OR p.stop_requested_at IS NOT NULL) THEN
+        RETURN p.state;
+    END IF;
+    IF n > 0 THEN
+        SELECT coalesce(max(e.version), 0) INTO v_head FROM ledger.events e WHERE e.stream = 'process:' || p_handle;
+        PERFORM ledger.insert_events(array_fill('process:' || p_handle, ARRAY[n]),
+                                     ARRAY(SELECT v_head + i FROM generate_series(1, n) AS i), types, payloads, metadatas);
+    END IF;
+    IF 'process.stop_requested' = ANY(types) AND p.stop_requested_at IS NULL THEN
+        UPDATE ledger.processes SET stop_requested_at = clock_timestamp() WHERE handle = p_handle;
+    END IF;
+    IF p_state IS NOT NULL AND p.state = 'running' THEN
+        UPDATE ledger.processes
+        SET state = p_state, ended_at = clock_timestamp(), end_reason = p_end_reason, exit_code = p_exit_code,
+            signal = nullif(p_signal, 0), result = p_result
+        WHERE handle = p_handle;
+    END IF;
+    RETURN p.state;
+END $$;
+
+
+--
+-- Name: process_start(uuid, uuid, text, text, text, text, integer, bigint, timestamp with time zone, timestamp with time zone, text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.process_start(p_handle uuid, p_request_id uuid, p_mode text, p_tier text, p_command text, p_owner text, p_pid integer, p_pid_start bigint, p_started_at timestamp with time zone, p_expires_at timestamp with time zone, p_payload text, p_metadata text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    r  record;
+    pj json := p_payload::json;
+BEGIN
+    SELECT s.principal, s.run_id INTO r
+    FROM ledger.queue q JOIN ledger.request_status s ON s.id = q.id
+    WHERE q.id = p_request_id AND q.state = 'running' AND q.claimed_role = session_user;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.process_start: request % is not running under a claim of login role "%"', p_request_id, session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF r.run_id IS NULL THEN
+        RAISE EXCEPTION 'ledger.process_start: request % has no run; a background process needs one', p_request_id
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (pj ->> 'handle') IS DISTINCT FROM p_handle::text OR (pj ->> 'request_id') IS DISTINCT FROM p_request_id::text
+       OR (pj ->> 'principal') IS DISTINCT FROM r.principal OR (pj ->> 'run_id') IS DISTINCT FROM r.run_id THEN
+        RAISE EXCEPTION 'ledger.process_start: process.started must name handle %, request %, principal % and run %',
+            p_handle, p_request_id, r.principal, r.run_id
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO ledger.processes (handle, principal, run_id, request_id, mode, tier, command, owner, owner_role, pid, pid_start,
+                                  started_at, expires_at)
+    VALUES (p_handle, r.principal, r.run_id, p_request_id, p_mode, p_tier, p_command, p_owner, session_user, p_pid, p_pid_start,
+            p_started_at, p_expires_at);
+    PERFORM ledger.insert_events(ARRAY['process:' || p_handle], ARRAY[1::bigint], ARRAY['process.started'],
+                                 ARRAY[p_payload], ARRAY[p_metadata]);
+END $$;
+
+
 SET default_table_access_method = heap;
 
 --
@@ -1245,6 +1353,7 @@ CREATE TABLE ledger.processes (
     exit_code integer,
     signal integer,
     result jsonb,
+    owner_role name,
     CONSTRAINT processes_ended_check CHECK (((state = 'running'::text) = (ended_at IS NULL))),
     CONSTRAINT processes_mode_check CHECK ((mode = ANY (ARRAY['run_owned'::text, 'detached'::text]))),
     CONSTRAINT processes_state_check CHECK ((state = ANY (ARRAY['running'::text, 'ended'::text, 'lost'::text])))
@@ -1256,6 +1365,13 @@ CREATE TABLE ledger.processes (
 --
 
 COMMENT ON TABLE ledger.processes IS 'Background processes of process.run; derived from the process:<handle> streams.';
+
+
+--
+-- Name: COLUMN processes.owner_role; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.processes.owner_role IS 'Login role of the executor whose call started it; the only one that records its events.';
 
 
 --
@@ -1787,6 +1903,22 @@ REVOKE ALL ON FUNCTION ledger.notify_done(p_principal text, p_request_id uuid) F
 
 
 --
+-- Name: FUNCTION process_record(p_handle uuid, types text[], payloads text[], metadatas text[], p_stop_request uuid, p_state text, p_end_reason text, p_exit_code integer, p_signal integer, p_result jsonb); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.process_record(p_handle uuid, types text[], payloads text[], metadatas text[], p_stop_request uuid, p_state text, p_end_reason text, p_exit_code integer, p_signal integer, p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.process_record(p_handle uuid, types text[], payloads text[], metadatas text[], p_stop_request uuid, p_state text, p_end_reason text, p_exit_code integer, p_signal integer, p_result jsonb) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION process_start(p_handle uuid, p_request_id uuid, p_mode text, p_tier text, p_command text, p_owner text, p_pid integer, p_pid_start bigint, p_started_at timestamp with time zone, p_expires_at timestamp with time zone, p_payload text, p_metadata text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.process_start(p_handle uuid, p_request_id uuid, p_mode text, p_tier text, p_command text, p_owner text, p_pid integer, p_pid_start bigint, p_started_at timestamp with time zone, p_expires_at timestamp with time zone, p_payload text, p_metadata text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.process_start(p_handle uuid, p_request_id uuid, p_mode text, p_tier text, p_command text, p_owner text, p_pid integer, p_pid_start bigint, p_started_at timestamp with time zone, p_expires_at timestamp with time zone, p_payload text, p_metadata text) TO ledger_executor;
+
+
+--
 -- Name: TABLE events; Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -1875,7 +2007,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE ledger.principals TO ledger_admin;
 -- Name: TABLE processes; Type: ACL; Schema: ledger; Owner: -
 --
 
-GRANT SELECT,INSERT,UPDATE ON TABLE ledger.processes TO ledger_executor;
+GRANT SELECT ON TABLE ledger.processes TO ledger_executor;
 GRANT SELECT ON TABLE ledger.processes TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.processes TO ledger_admin;
 

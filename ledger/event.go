@@ -80,7 +80,9 @@ func (e Event) Verify() bool {
 	return EventHash(e.Stream, e.Version, e.Type, e.Payload, e.Metadata, e.RecordedAt) == e.Hash
 }
 
-func (ne NewEvent) encode() (payload, metadata string, err error) {
+// Encode returns the payload and metadata as the JSON text the log stores,
+// for callers of the ledger's SQL functions that take events as text.
+func (ne NewEvent) Encode() (payload, metadata string, err error) {
 	var p []byte
 	switch v := ne.Payload.(type) {
 	case json.RawMessage:

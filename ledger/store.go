@@ -137,7 +137,7 @@ func flatten(batch []StreamAppend, head func(stream string) (int64, error)) (*fl
 			return nil, &InvalidEventError{Reason: fmt.Sprintf("expected version %d of stream %q is negative", sa.Expected, sa.Stream)}
 		}
 		for _, ev := range sa.Events {
-			p, m, err := ev.encode()
+			p, m, err := ev.Encode()
 			if err != nil {
 				return nil, err
 			}

@@ -476,11 +476,11 @@ REVOKE ALL ON FUNCTION ledger.insert_events(text[], bigint[], text[], text[], te
     FROM PUBLIC, ledger_executor, ledger_admin;
 
 -- append_events appends free-form events, with the same optimistic
--- concurrency, to the streams no ledger function owns: policy (the policy
--- sets executors load) and process:<handle> (process.run's background
--- processes). request:, run: and channel: streams are written only by the
--- SQL API and the executor functions below, which check who may write.
--- Superusers (migrations, tests, repairs) may write any stream.
+-- concurrency, to the one stream no ledger function owns: policy (the
+-- policy sets executors load). request:, run:, channel: and process:
+-- streams are written only by the SQL API and the executor functions
+-- below, which check who may write. Superusers (migrations, tests,
+-- repairs) may write any stream.
 CREATE FUNCTION ledger.append_events(
     streams   text[],
     versions  bigint[],
@@ -497,11 +497,11 @@ DECLARE
 BEGIN
     IF NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user) THEN
         SELECT s INTO v_bad FROM unnest(streams) AS s
-        WHERE s IS NULL OR NOT (s = 'policy' OR s LIKE 'process:%') LIMIT 1;
+        WHERE s IS NULL OR s <> 'policy' LIMIT 1;
         IF FOUND THEN
             RAISE EXCEPTION 'ledger.append_events: stream % is written only by the ledger''s functions', coalesce(v_bad, 'NULL')
                 USING ERRCODE = 'insufficient_privilege',
-                      HINT = 'executors record requests through ledger.executor_record';
+                      HINT = 'executors record requests through ledger.executor_record, processes through ledger.process_start and ledger.process_record';
         END IF;
     END IF;
     RETURN QUERY SELECT * FROM ledger.insert_events(streams, versions, types, payloads, metadatas);
@@ -940,6 +940,133 @@ AS $$
 $$;
 
 -- ---------------------------------------------------------------------
+-- Background processes (process.run), through functions too.
+--
+-- A process row and its stream process:<handle> belong to the login role
+-- whose call started it (owner_role): only that role records its events
+-- and end, as executors of one host share a login role to recover each
+-- other's orphans. A stop is asked for by whoever holds the claim of a
+-- process.stop request of the same principal and run.
+ALTER TABLE ledger.processes ADD COLUMN owner_role name;
+COMMENT ON COLUMN ledger.processes.owner_role IS 'Login role of the executor whose call started it; the only one that records its events.';
+
+-- process_start records a background process a call started: the row and
+-- process.started, version 1. The call's request must be running under a
+-- claim of the caller's login role; the principal and run come from it,
+-- and the event must name them, the request and the handle.
+CREATE FUNCTION ledger.process_start(p_handle uuid, p_request_id uuid, p_mode text, p_tier text, p_command text,
+    p_owner text, p_pid int, p_pid_start bigint, p_started_at timestamptz, p_expires_at timestamptz,
+    p_payload text, p_metadata text) RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r  record;
+    pj json := p_payload::json;
+BEGIN
+    SELECT s.principal, s.run_id INTO r
+    FROM ledger.queue q JOIN ledger.request_status s ON s.id = q.id
+    WHERE q.id = p_request_id AND q.state = 'running' AND q.claimed_role = session_user;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.process_start: request % is not running under a claim of login role "%"', p_request_id, session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF r.run_id IS NULL THEN
+        RAISE EXCEPTION 'ledger.process_start: request % has no run; a background process needs one', p_request_id
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (pj ->> 'handle') IS DISTINCT FROM p_handle::text OR (pj ->> 'request_id') IS DISTINCT FROM p_request_id::text
+       OR (pj ->> 'principal') IS DISTINCT FROM r.principal OR (pj ->> 'run_id') IS DISTINCT FROM r.run_id THEN
+        RAISE EXCEPTION 'ledger.process_start: process.started must name handle %, request %, principal % and run %',
+            p_handle, p_request_id, r.principal, r.run_id
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO ledger.processes (handle, principal, run_id, request_id, mode, tier, command, owner, owner_role, pid, pid_start,
+                                  started_at, expires_at)
+    VALUES (p_handle, r.principal, r.run_id, p_request_id, p_mode, p_tier, p_command, p_owner, session_user, p_pid, p_pid_start,
+            p_started_at, p_expires_at);
+    PERFORM ledger.insert_events(ARRAY['process:' || p_handle], ARRAY[1::bigint], ARRAY['process.started'],
+                                 ARRAY[p_payload], ARRAY[p_metadata]);
+END $$;
+
+-- process_record appends events to a process's stream and applies the
+-- change they record, under the row's lock, and returns the state it
+-- found. process.stop_requested needs p_stop_request: a request of the
+-- process's principal and run that the caller's login role holds; it sets
+-- stop_requested_at once. Every other event (egress.connection,
+-- process.ended, process.lost) and p_state ('ended' or 'lost', applied
+-- only to a running process, with p_end_reason, p_exit_code, p_signal,
+-- p_result) needs the caller to be the process's owner_role.
+CREATE FUNCTION ledger.process_record(p_handle uuid, types text[], payloads text[], metadatas text[],
+    p_stop_request uuid DEFAULT NULL, p_state text DEFAULT NULL, p_end_reason text DEFAULT NULL,
+    p_exit_code int DEFAULT NULL, p_signal int DEFAULT NULL, p_result jsonb DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p      record;
+    n      int := coalesce(cardinality(types), 0);
+    v_head bigint;
+    v_bad  text;
+BEGIN
+    IF coalesce(cardinality(payloads), 0) <> n OR coalesce(cardinality(metadatas), 0) <> n THEN
+        RAISE EXCEPTION 'ledger.process_record: types, payloads and metadatas must have the same length'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT x.principal, x.run_id, x.state, x.owner_role, x.stop_requested_at INTO p
+    FROM ledger.processes x WHERE x.handle = p_handle FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.process_record: no process %', p_handle USING ERRCODE = 'no_data_found';
+    END IF;
+    SELECT t INTO v_bad FROM unnest(types) AS t
+    WHERE t IS NULL OR t NOT IN ('process.stop_requested', 'egress.connection', 'process.ended', 'process.lost') LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.process_record: executors do not write % events on process streams', coalesce(v_bad, 'NULL')
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF 'process.stop_requested' = ANY(types) AND NOT EXISTS (
+        SELECT 1 FROM ledger.queue q JOIN ledger.request_status s ON s.id = q.id
+        WHERE q.id = p_stop_request AND q.state = 'running' AND q.claimed_role = session_user
+          AND s.principal = p.principal AND s.run_id = p.run_id) THEN
+        RAISE EXCEPTION 'ledger.process_record: a stop of process % needs a running request of principal % and run % held by login role "%"',
+            p_handle, p.principal, p.run_id, session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF (p_state IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(types) AS t WHERE t <> 'process.stop_requested'))
+       AND p.owner_role IS DISTINCT FROM session_user THEN
+        RAISE EXCEPTION 'ledger.process_record: process % is recorded by its owner''s login role "%", not "%"',
+            p_handle, coalesce(p.owner_role::text, 'none'), session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF p_state IS NOT NULL AND p_state NOT IN ('ended', 'lost') THEN
+        RAISE EXCEPTION 'ledger.process_record: a process ends ended or lost, not %', p_state
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- A stop asked for twice, or of a process that has ended, records nothing.
+    IF types = ARRAY['process.stop_requested'] AND (p.state <> 'running' OR p.stop_requested_at IS NOT NULL) THEN
+        RETURN p.state;
+    END IF;
+    IF n > 0 THEN
+        SELECT coalesce(max(e.version), 0) INTO v_head FROM ledger.events e WHERE e.stream = 'process:' || p_handle;
+        PERFORM ledger.insert_events(array_fill('process:' || p_handle, ARRAY[n]),
+                                     ARRAY(SELECT v_head + i FROM generate_series(1, n) AS i), types, payloads, metadatas);
+    END IF;
+    IF 'process.stop_requested' = ANY(types) AND p.stop_requested_at IS NULL THEN
+        UPDATE ledger.processes SET stop_requested_at = clock_timestamp() WHERE handle = p_handle;
+    END IF;
+    IF p_state IS NOT NULL AND p.state = 'running' THEN
+        UPDATE ledger.processes
+        SET state = p_state, ended_at = clock_timestamp(), end_reason = p_end_reason, exit_code = p_exit_code,
+            signal = nullif(p_signal, 0), result = p_result
+        WHERE handle = p_handle;
+    END IF;
+    RETURN p.state;
+END $$;
+
+-- ---------------------------------------------------------------------
 -- Grants: what each role may do, and no more.
 
 REVOKE ALL ON ledger.notify_secret FROM PUBLIC;
@@ -958,6 +1085,8 @@ REVOKE ALL ON FUNCTION ledger.lock_expired_leases(int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.lock_expired_approvals(int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.lock_unattested(int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.register_waiter(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.process_start(uuid, uuid, text, text, text, text, int, bigint, timestamptz, timestamptz, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.process_record(uuid, text[], text[], text[], uuid, text, text, int, int, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.claim_requests(text, int, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.unregister_waiter(text) FROM PUBLIC;
 
@@ -972,6 +1101,8 @@ GRANT EXECUTE ON FUNCTION ledger.lock_expired_leases(int) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.lock_expired_approvals(int) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.lock_unattested(int) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.register_waiter(text) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.process_start(uuid, uuid, text, text, text, text, int, bigint, timestamptz, timestamptz, text, text) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.process_record(uuid, text[], text[], text[], uuid, text, text, int, int, jsonb) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.claim_requests(text, int, interval) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.unregister_waiter(text) TO ledger_executor;
 
@@ -982,6 +1113,7 @@ REVOKE UPDATE ON ledger.request_status FROM ledger_executor;
 REVOKE INSERT, UPDATE, DELETE ON ledger.runs FROM ledger_executor;
 REVOKE UPDATE, DELETE ON ledger.queue FROM ledger_executor;
 REVOKE INSERT, UPDATE, DELETE ON ledger.queue_waiters FROM ledger_executor;
+REVOKE INSERT, UPDATE, DELETE ON ledger.processes FROM ledger_executor;
 GRANT SELECT ON ledger.queue_waiters TO ledger_executor;
 
 -- Every component checks the schema version before it starts.

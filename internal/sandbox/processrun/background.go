@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sys/unix"
 
@@ -71,7 +70,6 @@ var (
 type background struct {
 	t      *Tool
 	cfg    BackgroundConfig
-	store  *ledger.Store
 	me     identity
 	logger *slog.Logger
 
@@ -127,7 +125,7 @@ func newBackground(t *Tool, cfg BackgroundConfig) (*background, error) {
 		return nil, fmt.Errorf("processrun: background: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &background{t: t, cfg: cfg, store: ledger.NewStore(cfg.Pool), me: me, logger: cfg.Logger,
+	b := &background{t: t, cfg: cfg, me: me, logger: cfg.Logger,
 		ctx: ctx, cancel: cancel, procs: map[uuid.UUID]*bgProc{}}
 	// Dead executors' processes are accounted for before anything else
 	// (and before Tool.SweepOrphans kills what is left in their cgroups).
@@ -310,7 +308,8 @@ func (b *background) meta(p *bgProc) ledger.Metadata {
 	return ledger.Metadata{Actor: b.me.String(), CorrelationID: p.requestID.String()}
 }
 
-// recordStarted appends process.started and inserts the row, together.
+// recordStarted records process.started and the row, together
+// (ledger.process_start checks that this executor's login holds the call).
 func (b *background) recordStarted(p *bgProc, plan *procinput.Plan, pid int, start uint64, begun, expires time.Time) error {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
@@ -320,37 +319,53 @@ func (b *background) recordStarted(p *bgProc, plan *procinput.Plan, pid int, sta
 		"pid": pid, "pid_start": start, "owner": b.me.String(),
 		"started_at": begun.UTC(), "expires_at": expires.UTC(), "lifetime_ms": plan.Timeout.Milliseconds(),
 	}
-	return pgx.BeginFunc(ctx, b.cfg.Pool, func(tx pgx.Tx) error {
-		_, err := b.store.AppendBatch(ctx, tx, []ledger.StreamAppend{{Stream: processStream(p.handle), Expected: ledger.NoStream,
-			Events: []ledger.NewEvent{{Type: "process.started", Payload: payload, Metadata: b.meta(p)}}}})
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO ledger.processes
-    (handle, principal, run_id, request_id, mode, tier, command, owner, pid, pid_start, started_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			p.handle, p.principal, p.runID, p.requestID, p.mode, b.t.cfg.Tier, plan.Command, b.me.String(), pid, int64(start), begun, expires)
+	ev, meta, err := ledger.NewEvent{Type: "process.started", Payload: payload, Metadata: b.meta(p)}.Encode()
+	if err != nil {
 		return err
-	})
+	}
+	_, err = b.cfg.Pool.Exec(ctx, `SELECT ledger.process_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		p.handle, p.requestID, p.mode, b.t.cfg.Tier, plan.Command, b.me.String(), pid, int64(start), begun, expires, ev, meta)
+	return err
 }
 
-// appendProcess appends events to h's stream under the row's lock, so
-// that writers of one stream (supervisor, process.stop, orphan recovery)
-// take turns. update, when set, runs in the same transaction.
-func (b *background) appendProcess(ctx context.Context, h uuid.UUID, evs []ledger.NewEvent, update func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, b.cfg.Pool, func(tx pgx.Tx) error {
-		var state string
-		if err := tx.QueryRow(ctx, `SELECT state FROM ledger.processes WHERE handle = $1 FOR UPDATE`, h).Scan(&state); err != nil {
-			return err
+// processChange is how a process's row changes with the events recorded
+// for it; the zero value changes nothing.
+type processChange struct {
+	stopRequest uuid.UUID // process.stop_requested: the stop request this executor holds
+	state       string    // "ended" or "lost"; "" for none
+	endReason   string
+	exitCode    *int
+	signal      int
+	result      any
+}
+
+// appendProcess appends events to h's stream and applies change, under
+// the row's lock (ledger.process_record), so that writers of one stream
+// (supervisor, process.stop, orphan recovery) take turns. It returns the
+// state the process was in.
+func (b *background) appendProcess(ctx context.Context, h uuid.UUID, evs []ledger.NewEvent, change processChange) (string, error) {
+	types := make([]string, len(evs))
+	payloads := make([]string, len(evs))
+	metas := make([]string, len(evs))
+	for i, ev := range evs {
+		p, m, err := ev.Encode()
+		if err != nil {
+			return "", err
 		}
-		if _, err := b.store.AppendBatch(ctx, tx, []ledger.StreamAppend{{Stream: processStream(h), Expected: ledger.AnyVersion, Events: evs}}); err != nil {
-			return err
-		}
-		if update != nil {
-			return update(tx)
-		}
-		return nil
-	})
+		types[i], payloads[i], metas[i] = ev.Type, p, m
+	}
+	var stop *uuid.UUID
+	if change.stopRequest != uuid.Nil {
+		stop = &change.stopRequest
+	}
+	var state *string
+	if change.state != "" {
+		state = &change.state
+	}
+	var was string
+	err := b.cfg.Pool.QueryRow(ctx, `SELECT ledger.process_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`,
+		h, types, payloads, metas, stop, state, strp(change.endReason), change.exitCode, change.signal, change.result).Scan(&was)
+	return was, err
 }
 
 // flush appends p's queued events, retrying until they are written or
@@ -364,7 +379,10 @@ func (b *background) flush(ctx context.Context, p *bgProc) {
 	for i, ev := range evs {
 		nes[i] = ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: b.meta(p)}
 	}
-	b.retry(ctx, "append process events", func(ctx context.Context) error { return b.appendProcess(ctx, p.handle, nes, nil) })
+	b.retry(ctx, "append process events", func(ctx context.Context) error {
+		_, err := b.appendProcess(ctx, p.handle, nes, processChange{})
+		return err
+	})
 }
 
 // retry runs f until it succeeds or ctx ends, backing off.
@@ -431,11 +449,9 @@ func (b *background) recordEnded(p *bgProc, o outcome, res executor.Result) {
 	}
 	ev := ledger.NewEvent{Type: "process.ended", Payload: json.RawMessage(raw), Metadata: b.meta(p)}
 	b.retry(ctx, "record process.ended", func(ctx context.Context) error {
-		return b.appendProcess(ctx, p.handle, []ledger.NewEvent{ev}, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `UPDATE ledger.processes SET state = 'ended', ended_at = clock_timestamp(), end_reason = $2,
-    exit_code = $3, signal = nullif($4, 0), result = $5 WHERE handle = $1`, p.handle, reason, code, sig, raw)
-			return err
-		})
+		_, err := b.appendProcess(ctx, p.handle, []ledger.NewEvent{ev},
+			processChange{state: "ended", endReason: reason, exitCode: &code, signal: sig, result: json.RawMessage(raw)})
+		return err
 	})
 }
 
@@ -631,11 +647,7 @@ WHERE state = 'running' AND owner <> $1 AND owner LIKE $2`, b.me.String(), likeP
 		payload := map[string]any{"handle": r.h, "end_reason": reason, "owner": r.owner, "recovered_by": b.me.String(),
 			"processes_killed": killed, "rebooted": owner.boot != b.me.boot}
 		ev := ledger.NewEvent{Type: typ, Payload: payload, Metadata: ledger.Metadata{Actor: b.me.String(), CorrelationID: r.req.String()}}
-		err = b.appendProcess(ctx, r.h, []ledger.NewEvent{ev}, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `UPDATE ledger.processes SET state = $2, ended_at = clock_timestamp(), end_reason = $3,
-    result = $4 WHERE handle = $1 AND state = 'running'`, r.h, state, reason, payload)
-			return err
-		})
+		_, err = b.appendProcess(ctx, r.h, []ledger.NewEvent{ev}, processChange{state: state, endReason: reason, result: payload})
 		if err != nil {
 			b.logger.Warn("background processes: recording an orphan failed", slog.String("handle", r.h.String()), slog.Any("error", err))
 			continue

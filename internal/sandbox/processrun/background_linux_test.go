@@ -3,6 +3,7 @@ package processrun
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/procinput"
@@ -27,13 +29,14 @@ type bgEnv struct {
 	db    *testdb.DB
 	tool  *Tool
 	alice *testdb.Role // a submitter mapped to principal alice
+	exec  *testdb.Role // the tool's executor login
 }
 
 func newBackgroundTool(t *testing.T, tier string, pol procinput.Policy, mod ...func(*Config)) *bgEnv {
 	t.Helper()
 	db := testdb.New(t)
 	execRole := db.LoginRole(t, "", "ledger_executor")
-	e := &bgEnv{db: db, alice: db.LoginRole(t, "alice", "ledger_submitter")}
+	e := &bgEnv{db: db, alice: db.LoginRole(t, "alice", "ledger_submitter"), exec: execRole}
 	e.tool = newTool(t, tier, pol, append([]func(*Config){func(c *Config) {
 		c.Background = BackgroundConfig{Pool: execRole.Pool, Poll: 50 * time.Millisecond, StartupCheck: 100 * time.Millisecond}
 		c.KillGrace = 200 * time.Millisecond
@@ -48,15 +51,29 @@ func newBackgroundTool(t *testing.T, tier string, pol procinput.Policy, mod ...f
 	return e
 }
 
-func callAs(principal, runID, input string) executor.Call {
-	return executor.Call{RequestID: uuid.New(), Attempt: 1, Principal: principal, RunID: runID, Input: json.RawMessage(input)}
+// callAs is a call of principal in runID, of a request that the tool's
+// executor login holds a claim on (the ledger refuses to record processes
+// of any other).
+func (e *bgEnv) callAs(t *testing.T, principal, runID, input string) executor.Call {
+	t.Helper()
+	id := uuid.New()
+	ctx := context.Background()
+	if _, err := e.db.Pool.Exec(ctx, `INSERT INTO ledger.request_status (id, principal, tool, run_id, input_digest, state)
+VALUES ($1, $2, 'process.run', nullif($3, ''), '\x00', 'running')`, id, principal, runID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Pool.Exec(ctx, `INSERT INTO ledger.queue (id, state, claimed_by, claimed_role, claim_id, started_at, lease_expires_at)
+VALUES ($1, 'running', 'test', $2, gen_random_uuid(), now(), now() + interval '1 hour')`, id, e.exec.Name); err != nil {
+		t.Fatal(err)
+	}
+	return executor.Call{RequestID: id, Attempt: 1, Principal: principal, RunID: runID, Input: json.RawMessage(input)}
 }
 
 func handleInput(h uuid.UUID) string { return fmt.Sprintf(`{"handle":%q}`, h) }
 
 func startBackground(t *testing.T, e *bgEnv, runID, input string) backgroundOutput {
 	t.Helper()
-	res := e.tool.Run(context.Background(), callAs("alice", runID, input))
+	res := e.tool.Run(context.Background(), e.callAs(t, "alice", runID, input))
 	if res.ErrorKind != "" {
 		t.Fatalf("start: %s: %s (%s)", res.ErrorKind, res.Error, res.Output)
 	}
@@ -67,9 +84,9 @@ func startBackground(t *testing.T, e *bgEnv, runID, input string) backgroundOutp
 	return out
 }
 
-func status(t *testing.T, tool executor.Tool, principal, runID string, h uuid.UUID) (processStatus, executor.Result) {
+func status(t *testing.T, e *bgEnv, tool executor.Tool, principal, runID string, h uuid.UUID) (processStatus, executor.Result) {
 	t.Helper()
-	res := tool.Run(context.Background(), callAs(principal, runID, handleInput(h)))
+	res := tool.Run(context.Background(), e.callAs(t, principal, runID, handleInput(h)))
 	var s processStatus
 	if res.ErrorKind == "" {
 		if err := json.Unmarshal(res.Output, &s); err != nil {
@@ -84,7 +101,7 @@ func waitEnded(t *testing.T, e *bgEnv, runID string, h uuid.UUID) processStatus 
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		s, res := status(t, e.tool.StatusTool(), "alice", runID, h)
+		s, res := status(t, e, e.tool.StatusTool(), "alice", runID, h)
 		if res.ErrorKind != "" {
 			t.Fatalf("status: %s %s", res.ErrorKind, res.Error)
 		}
@@ -121,14 +138,14 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 			if len(survivors(marker)) == 0 {
 				t.Fatal("the background process is not running")
 			}
-			s, res := status(t, e.tool.StatusTool(), "alice", "r1", out.Handle)
+			s, res := status(t, e, e.tool.StatusTool(), "alice", "r1", out.Handle)
 			if res.ErrorKind != "" || s.State != "running" || s.Stdout == nil || s.Mode != "run_owned" {
 				t.Fatalf("status: %+v %+v", res, s)
 			}
 			// Only the run that started it can see or stop it.
 			for _, who := range []struct{ principal, run string }{{"alice", "r2"}, {"bob", "r1"}, {"alice", ""}} {
 				for _, tool := range []*ProcessTool{e.tool.StatusTool(), e.tool.StopTool()} {
-					if _, res := status(t, tool, who.principal, who.run, out.Handle); res.ErrorKind != procinput.KindCapabilityDenied {
+					if _, res := status(t, e, tool, who.principal, who.run, out.Handle); res.ErrorKind != procinput.KindCapabilityDenied {
 						t.Errorf("%s by %s/%s: %+v", tool.Name(), who.principal, who.run, res)
 					}
 				}
@@ -136,7 +153,7 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 			if len(survivors(marker)) == 0 {
 				t.Fatal("a foreign process.stop stopped the process")
 			}
-			s, res = status(t, e.tool.StopTool(), "alice", "r1", out.Handle)
+			s, res = status(t, e, e.tool.StopTool(), "alice", "r1", out.Handle)
 			if res.ErrorKind != "" || s.State != "ended" || s.EndReason == nil || *s.EndReason != EndStopped {
 				t.Fatalf("stop: %+v %+v", res, s)
 			}
@@ -145,7 +162,7 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 				t.Fatalf("stream: %s", got)
 			}
 			// Stopping again is harmless and says how it ended.
-			s, res = status(t, e.tool.StopTool(), "alice", "r1", out.Handle)
+			s, res = status(t, e, e.tool.StopTool(), "alice", "r1", out.Handle)
 			if res.ErrorKind != "" || s.State != "ended" {
 				t.Fatalf("second stop: %+v %+v", res, s)
 			}
@@ -176,10 +193,10 @@ func TestBackgroundRunOwnedEndsWithTheRun(t *testing.T) {
 	waitNoSurvivors(t, "3101")
 	// The detached one is not the run's: it lives on until stopped.
 	time.Sleep(200 * time.Millisecond)
-	if s, _ := status(t, e.tool.StatusTool(), "alice", "r-end", detached.Handle); s.State != "running" {
+	if s, _ := status(t, e, e.tool.StatusTool(), "alice", "r-end", detached.Handle); s.State != "running" {
 		t.Fatalf("detached: %+v", s)
 	}
-	if s, res := status(t, e.tool.StopTool(), "alice", "r-end", detached.Handle); s.State != "ended" {
+	if s, res := status(t, e, e.tool.StopTool(), "alice", "r-end", detached.Handle); s.State != "ended" {
 		t.Fatalf("stop detached: %+v", res)
 	}
 }
@@ -197,6 +214,52 @@ func TestBackgroundLifetime(t *testing.T) {
 	waitNoSurvivors(t, "3201")
 }
 
+// TestProcessRowsBelongToTheirExecutor: a login holding ledger_executor
+// cannot rewrite another executor's background process: not its row, not
+// its stream, not its end, and it asks for a stop only while holding a
+// process.stop request of the process's principal and run.
+func TestProcessRowsBelongToTheirExecutor(t *testing.T) {
+	t.Parallel()
+	e := newBackgroundTool(t, "B", procinput.Policy{AllowedExecutables: []string{"sleep"}})
+	out := startBackground(t, e, "r1", `{"command":"sleep","args":["3303"],"background":true}`)
+	ctx := context.Background()
+	forger := e.db.LoginRole(t, "", "ledger_executor")
+	refused := func(what string, err error) {
+		t.Helper()
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42501" {
+			t.Errorf("%s: %v, want SQLSTATE 42501", what, err)
+		}
+	}
+	_, err := forger.Pool.Exec(ctx, `UPDATE ledger.processes SET state = 'ended', ended_at = now() WHERE handle = $1`, out.Handle)
+	refused("UPDATE a process row", err)
+	_, err = forger.Pool.Exec(ctx, `SELECT * FROM ledger.append_events(ARRAY[$1], ARRAY[2::bigint], ARRAY['process.ended'], ARRAY['{}'], ARRAY['{}'])`,
+		processStream(out.Handle))
+	refused("append_events to a process stream", err)
+	_, err = forger.Pool.Exec(ctx, `SELECT ledger.process_record($1, ARRAY['process.ended'], ARRAY['{}'], ARRAY['{}'], NULL, 'ended', 'forged')`, out.Handle)
+	refused("record the end of another login's process", err)
+	_, err = forger.Pool.Exec(ctx, `SELECT ledger.process_record($1, ARRAY['process.stop_requested'], ARRAY['{}'], ARRAY['{}'], $2)`, out.Handle, uuid.New())
+	refused("ask for a stop without holding a stop request", err)
+	// A stop request it holds, but of another principal.
+	bobs := (&bgEnv{db: e.db, exec: forger}).callAs(t, "bob", "r1", handleInput(out.Handle))
+	_, err = forger.Pool.Exec(ctx, `SELECT ledger.process_record($1, ARRAY['process.stop_requested'], ARRAY['{}'], ARRAY['{}'], $2)`, out.Handle, bobs.RequestID)
+	refused("ask for a stop under another principal's request", err)
+	alices := e.callAs(t, "alice", "r1", "{}")
+	_, err = forger.Pool.Exec(ctx, `SELECT ledger.process_start($1, $2, 'detached', 'B', 'sleep', 'x', 1, 1, now(), now(), '{}', '{}')`,
+		uuid.New(), alices.RequestID)
+	refused("start a process under another login's claim", err)
+
+	if s, res := status(t, e, e.tool.StatusTool(), "alice", "r1", out.Handle); res.ErrorKind != "" || s.State != "running" || s.StopRequested {
+		t.Fatalf("the process after the attempts: %+v %+v", s, res)
+	}
+	if got := strings.Join(streamTypes(t, e, out.Handle), " "); got != "process.started" {
+		t.Fatalf("its stream: %s", got)
+	}
+	if s, res := status(t, e, e.tool.StopTool(), "alice", "r1", out.Handle); res.ErrorKind != "" || s.State != "ended" {
+		t.Fatalf("its own stop: %+v %+v", s, res)
+	}
+}
+
 func TestBackgroundRefusals(t *testing.T) {
 	e := newBackgroundTool(t, "B", procinput.Policy{AllowedExecutables: []string{"sleep"}},
 		func(c *Config) { c.Background.MaxPerRun = 1 })
@@ -208,12 +271,12 @@ func TestBackgroundRefusals(t *testing.T) {
 		{"lifetime and timeout", "r", `{"command":"sleep","args":["1"],"timeout_ms":10,"background":{"lifetime_ms":20}}`, procinput.KindInvalidInput},
 	}
 	for _, tc := range cases {
-		if res := e.tool.Run(context.Background(), callAs("alice", tc.run, tc.input)); res.ErrorKind != tc.kind {
+		if res := e.tool.Run(context.Background(), e.callAs(t, "alice", tc.run, tc.input)); res.ErrorKind != tc.kind {
 			t.Errorf("%s: %s %s", tc.name, res.ErrorKind, res.Error)
 		}
 	}
 	first := startBackground(t, e, "r", `{"command":"sleep","args":["3301"],"background":true}`)
-	if res := e.tool.Run(context.Background(), callAs("alice", "r", `{"command":"sleep","args":["3302"],"background":true}`)); res.ErrorKind != KindQuotaExceeded {
+	if res := e.tool.Run(context.Background(), e.callAs(t, "alice", "r", `{"command":"sleep","args":["3302"],"background":true}`)); res.ErrorKind != KindQuotaExceeded {
 		t.Errorf("second in run: %+v", res)
 	}
 	// Processes are named by handle only: a pid is not an input.
@@ -222,12 +285,12 @@ func TestBackgroundRefusals(t *testing.T) {
 			if err := tool.Validate(json.RawMessage(in)); err == nil {
 				t.Errorf("%s accepted %s", tool.Name(), in)
 			}
-			if res := tool.Run(context.Background(), callAs("alice", "r", in)); res.ErrorKind != procinput.KindInvalidInput {
+			if res := tool.Run(context.Background(), e.callAs(t, "alice", "r", in)); res.ErrorKind != procinput.KindInvalidInput {
 				t.Errorf("%s %s: %+v", tool.Name(), in, res)
 			}
 		}
 	}
-	if res := e.tool.StatusTool().Run(context.Background(), callAs("alice", "r", handleInput(uuid.New()))); res.ErrorKind != procinput.KindCapabilityDenied {
+	if res := e.tool.StatusTool().Run(context.Background(), e.callAs(t, "alice", "r", handleInput(uuid.New()))); res.ErrorKind != procinput.KindCapabilityDenied {
 		t.Errorf("unknown handle: %+v", res)
 	}
 }
@@ -237,7 +300,7 @@ func TestBackgroundEndingAtOnceIsAForegroundCall(t *testing.T) {
 	// its target has exited (the race runtime's exit delay).
 	e := newBackgroundTool(t, "B", procinput.Policy{AllowedExecutables: []string{"echo"}},
 		func(c *Config) { c.Background.StartupCheck = 10 * time.Second })
-	res := e.tool.Run(context.Background(), callAs("alice", "r", `{"command":"echo","args":["quick"],"background":true}`))
+	res := e.tool.Run(context.Background(), e.callAs(t, "alice", "r", `{"command":"echo","args":["quick"],"background":true}`))
 	if res.ErrorKind != "" {
 		t.Fatal(res)
 	}
@@ -267,7 +330,7 @@ func TestBackgroundCloseStopsAndRecords(t *testing.T) {
 	if state != "ended" || reason != EndShutdown {
 		t.Fatalf("%s %s", state, reason)
 	}
-	if res := e.tool.Run(ctx, callAs("alice", "r", `{"command":"sleep","args":["1"],"background":true}`)); res.ErrorKind != KindSpawnFailed {
+	if res := e.tool.Run(ctx, e.callAs(t, "alice", "r", `{"command":"sleep","args":["1"],"background":true}`)); res.ErrorKind != KindSpawnFailed {
 		t.Fatalf("start after close: %+v", res)
 	}
 }
@@ -307,6 +370,9 @@ func TestOrphansOfDeadExecutorsAreAccountedFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Executors of one host share a login role: the one that records
+	// the dead executor's processes is the role that started them.
+	execRole := db.LoginRole(t, "", "ledger_executor")
 	running, lost := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	otherHost := uuid.Must(uuid.NewV7())
 	for _, r := range []struct {
@@ -324,13 +390,12 @@ VALUES ($1, 1, 'process.started', '{}', '{}')`, processStream(r.h)); err != nil 
 			t.Fatal(err)
 		}
 		if _, err := db.Pool.Exec(ctx, `INSERT INTO ledger.processes
-    (handle, principal, run_id, request_id, mode, tier, command, owner, pid, pid_start, started_at, expires_at)
-VALUES ($1, 'alice', 'r', $2, 'run_owned', 'B', 'sleep', $3, $4, $5, now(), now() + interval '1 hour')`,
-			r.h, uuid.New(), r.owner, r.pid, int64(r.start)); err != nil {
+    (handle, principal, run_id, request_id, mode, tier, command, owner, owner_role, pid, pid_start, started_at, expires_at)
+VALUES ($1, 'alice', 'r', $2, 'run_owned', 'B', 'sleep', $3, $6, $4, $5, now(), now() + interval '1 hour')`,
+			r.h, uuid.New(), r.owner, r.pid, int64(r.start), execRole.Name); err != nil {
 			t.Fatal(err)
 		}
 	}
-	execRole := db.LoginRole(t, "", "ledger_executor")
 	tool := newTool(t, "B", procinput.Policy{}, func(c *Config) { c.Background = BackgroundConfig{Pool: execRole.Pool} })
 	t.Cleanup(func() { _ = tool.Close(context.Background()) })
 	select {
@@ -397,7 +462,7 @@ func TestBackgroundStrictEgressRecordsConnections(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if s, res := status(t, e.tool.StopTool(), "alice", "r-net", out.Handle); s.State != "ended" {
+	if s, res := status(t, e, e.tool.StopTool(), "alice", "r-net", out.Handle); s.State != "ended" {
 		t.Fatalf("stop: %+v", res)
 	}
 	if got := strings.Join(streamTypes(t, e, out.Handle), " "); got != "process.started egress.connection egress.connection process.stop_requested process.ended" {

@@ -138,13 +138,10 @@ type processStatus struct {
 var errNoHandle = errors.New("no such handle in this run")
 
 // lookup reads h's row if it belongs to principal's run.
-func (pt *ProcessTool) lookup(ctx context.Context, db ledger.DBTX, h uuid.UUID, principal, run string, lock bool) (processStatus, string, error) {
-	q := `SELECT handle, state, mode, tier, command, run_id, request_id, started_at, expires_at, stop_requested_at IS NOT NULL,
+func (pt *ProcessTool) lookup(ctx context.Context, db ledger.DBTX, h uuid.UUID, principal, run string) (processStatus, string, error) {
+	const q = `SELECT handle, state, mode, tier, command, run_id, request_id, started_at, expires_at, stop_requested_at IS NOT NULL,
     ended_at, end_reason, exit_code, signal, result, owner
 FROM ledger.processes WHERE handle = $1 AND principal = $2 AND run_id = $3`
-	if lock {
-		q += " FOR UPDATE"
-	}
 	var s processStatus
 	var owner string
 	var result []byte
@@ -191,7 +188,7 @@ func (pt *ProcessTool) Run(ctx context.Context, call executor.Call) executor.Res
 		return failure(procinput.KindCapabilityDenied, pt.Name()+" addresses the background processes of the caller's run: submit it with that run_id")
 	}
 	denied := failure(procinput.KindCapabilityDenied, fmt.Sprintf("run %s has no background process with handle %s", call.RunID, h))
-	s, owner, err := pt.lookup(ctx, pt.b.cfg.Pool, h, call.Principal, call.RunID, false)
+	s, owner, err := pt.lookup(ctx, pt.b.cfg.Pool, h, call.Principal, call.RunID)
 	if errors.Is(err, errNoHandle) {
 		return denied
 	}
@@ -221,22 +218,20 @@ func (pt *ProcessTool) Run(ctx context.Context, call executor.Call) executor.Res
 // executor is gone) and waits for its end to be recorded.
 func (pt *ProcessTool) stopProcess(ctx context.Context, call executor.Call, h uuid.UUID, owner string) (processStatus, error) {
 	b := pt.b
-	err := pgx.BeginFunc(ctx, b.cfg.Pool, func(tx pgx.Tx) error {
-		s, _, err := pt.lookup(ctx, tx, h, call.Principal, call.RunID, true)
-		if err != nil || s.State != "running" || s.StopRequested {
-			return err
-		}
-		if _, err := b.store.AppendBatch(ctx, tx, []ledger.StreamAppend{{Stream: processStream(h), Expected: ledger.AnyVersion,
-			Events: []ledger.NewEvent{{Type: "process.stop_requested", Payload: map[string]any{
-				"handle": h, "request_id": call.RequestID, "principal": call.Principal, "run_id": call.RunID},
-				Metadata: ledger.Metadata{Actor: b.me.String(), CorrelationID: call.RequestID.String()}}}}}); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE ledger.processes SET stop_requested_at = clock_timestamp() WHERE handle = $1`, h)
-		return err
-	})
+	s, _, err := pt.lookup(ctx, b.cfg.Pool, h, call.Principal, call.RunID)
 	if err != nil {
 		return processStatus{}, err
+	}
+	if s.State == "running" && !s.StopRequested {
+		// ledger.process_record checks that this executor's login holds
+		// this stop request, of the process's principal and run.
+		_, err = b.appendProcess(ctx, h, []ledger.NewEvent{{Type: "process.stop_requested", Payload: map[string]any{
+			"handle": h, "request_id": call.RequestID, "principal": call.Principal, "run_id": call.RunID},
+			Metadata: ledger.Metadata{Actor: b.me.String(), CorrelationID: call.RequestID.String()}}},
+			processChange{stopRequest: call.RequestID})
+		if err != nil {
+			return processStatus{}, err
+		}
 	}
 	if !b.signal(h, errStopRequested) {
 		// Another executor's: its poll picks the request up. If that
@@ -249,7 +244,7 @@ func (pt *ProcessTool) stopProcess(ctx context.Context, call executor.Call, h uu
 	defer tick.Stop()
 	deadline := time.After(b.t.cfg.KillGrace + 2*b.cfg.Poll + 10*time.Second)
 	for {
-		s, _, err := pt.lookup(ctx, b.cfg.Pool, h, call.Principal, call.RunID, false)
+		s, _, err := pt.lookup(ctx, b.cfg.Pool, h, call.Principal, call.RunID)
 		if err != nil || s.State != "running" {
 			return s, err
 		}
