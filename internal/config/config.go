@@ -97,7 +97,7 @@ type Process struct {
 	MaxBackgroundPerRun   int      `toml:"max_background_per_run"`  // running at once, over all executors
 	MaxBackgroundLifetime Duration `toml:"max_background_lifetime"` // at most 30m
 	// tier B
-	Cgroups  string `toml:"cgroups"`   // auto, required or off: a cgroup v2 leaf per process
+	Cgroups  string `toml:"cgroups"`   // auto, required or off: a cgroup v2 leaf per process (tier B) or sandbox (tier C)
 	UIDBase  int    `toml:"uid_base"`  // per-run uids are [uid_base, uid_base+uid_count)
 	UIDCount int    `toml:"uid_count"` //
 }

@@ -52,7 +52,7 @@ const (
 	EndStopped         = "stopped"           // process.stop
 	EndRunEnded        = "run_ended"         // ledger.end_run, for run_owned processes
 	EndLifetime        = "lifetime_expired"  // its lifetime passed
-	EndQuota           = "quota_exceeded"    // its output passed the budget
+	EndQuota           = "quota_exceeded"    // it passed a limit: its output budget, or one named by limit_exceeded
 	EndShutdown        = "executor_shutdown" // the executor stopped
 	EndOrphaned        = "orphaned"          // its executor died; found and killed
 	EndLostWithOwner   = "lost"              // its executor died; not found
@@ -415,6 +415,10 @@ func (b *background) recordEnded(p *bgProc, o outcome, res executor.Result) {
 		p.record(ev)
 	}
 	b.flush(ctx, p)
+	var out runOutput
+	if len(res.Output) > 0 {
+		_ = json.Unmarshal(res.Output, &out)
+	}
 	reason := EndExited
 	switch {
 	case o.cancelled && errors.Is(o.cause, errStopRequested):
@@ -425,17 +429,12 @@ func (b *background) recordEnded(p *bgProc, o outcome, res executor.Result) {
 		reason = EndShutdown
 	case o.timedOut:
 		reason = EndLifetime
-	case o.overflow:
+	case o.overflow, out.LimitExceeded != "":
 		reason = EndQuota
 	}
-	code, sig := -1, 0
+	code, sig := -1, out.Signal
 	if res.ExitStatus != nil {
 		code = *res.ExitStatus
-	}
-	var out runOutput
-	if len(res.Output) > 0 {
-		_ = json.Unmarshal(res.Output, &out)
-		sig = out.Signal
 	}
 	result := map[string]any{
 		"handle": p.handle, "end_reason": reason, "exit_code": code, "signal": sig,
