@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/execledger/execledger/internal/testdb"
 )
 
 // answerWAT is a skill whose run returns 42.
@@ -205,5 +208,135 @@ storage_prefixes = ["acme/notes/"]
 	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("serve exited %d: %s", code, out)
+	}
+}
+
+// randomLoopWAT calls WASI random_get for 16 MiB in a loop for ever: host
+// work that the module's own instructions barely count. Before host calls
+// charged fuel and checked the call's time, such a call ran past its
+// timeout for minutes, ignored ledger.cancel and kept serve from shutting
+// down.
+const randomLoopWAT = `(module
+  (import "wasi_snapshot_preview1" "random_get" (func $random (param i32 i32) (result i32)))
+  (memory (export "memory") 257)
+  (func (export "run") (result i32)
+    (loop $again
+      (drop (call $random (i32.const 0) (i32.const 16777216)))
+      (br $again))
+    (i32.const 0)))`
+
+// TestServeEndsWasmCallsThatLoopOnHostCalls: through ledger.submit, a
+// tier A call looping on a host call ends at its timeout, at
+// ledger.cancel, on running out of fuel, and when serve shuts down.
+func TestServeEndsWasmCallsThatLoopOnHostCalls(t *testing.T) {
+	t.Parallel()
+	db, environ := processEnv(t, "C", "EXECLEDGER_PROCESS_RUN_ENABLED=false", "EXECLEDGER_WASM_ENABLED=true",
+		"EXECLEDGER_EXECUTOR_SHUTDOWN_GRACE=1s")
+	dir := t.TempDir()
+	digest := watModule(t, dir, "loop", randomLoopWAT)
+	cfg := filepath.Join(dir, "execledger.toml")
+	body := `[[wasm.modules]]
+tool = "acme.loop"
+path = "loop.wasm"
+sha256 = "` + digest + `"
+timeout = "2s"
+fuel_limit = 9000000000000000000
+
+[[wasm.modules]]
+tool = "acme.loop_fuel"
+path = "loop.wasm"
+sha256 = "` + digest + `"
+timeout = "60s"
+fuel_limit = 200000000
+`
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop, out := startCommand(t, environ, "serve", "--config", cfg)
+	// A bound, not a benchmark: generous for a loaded machine.
+	const slack = 20 * time.Second
+
+	start := time.Now()
+	r := submitJSON(t, db, "acme.loop", `{}`, "r-timeout")
+	if r["state"] != "failed" || r["error_kind"] != "timed_out" || time.Since(start) > 2*time.Second+slack {
+		t.Fatalf("a 2 s call looping on random_get, after %s: %v\n%s", time.Since(start), r, out)
+	}
+	r = submitJSON(t, db, "acme.loop_fuel", `{}`, "r-fuel")
+	if r["state"] != "failed" || r["error_kind"] != "quota_exceeded" {
+		t.Fatalf("a call looping on random_get with 2e8 fuel: %v", r)
+	}
+
+	ctx := context.Background()
+	id := submitNoWait(t, db, "acme.loop", "r-cancel")
+	waitRequestState(t, db, id, "running")
+	start = time.Now()
+	if _, err := db.Pool.Exec(ctx, "SELECT ledger.cancel($1)", id); err != nil {
+		t.Fatal(err)
+	}
+	if state, kind := waitFinal(t, db, id); state != "cancelled" || kind != "cancelled" || time.Since(start) > slack {
+		t.Fatalf("ledger.cancel of a call looping on random_get: %s %s after %s", state, kind, time.Since(start))
+	}
+
+	// The executor's shutdown stops it too, and serve exits.
+	id = submitNoWait(t, db, "acme.loop", "r-shutdown")
+	waitRequestState(t, db, id, "running")
+	start = time.Now()
+	if code := stop(); code != exitOK || time.Since(start) > slack {
+		t.Fatalf("serve exited %d after %s with a call looping on random_get: %s", code, time.Since(start), out)
+	}
+	if state, kind := waitFinal(t, db, id); state != "cancelled" && kind != "timed_out" {
+		t.Fatalf("the call serve stopped: %s %s", state, kind)
+	}
+}
+
+// submitNoWait submits tool with input {} in run and returns its id.
+func submitNoWait(t *testing.T, db *testdb.DB, tool, run string) string {
+	t.Helper()
+	var id string
+	if err := db.Pool.QueryRow(context.Background(), "SELECT ledger.submit($1, '{}'::jsonb, $2)::text", tool, run).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// waitRequestState waits until request id is in state.
+func waitRequestState(t *testing.T, db *testdb.DB, id, state string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got string
+		if err := db.Pool.QueryRow(context.Background(), "SELECT state FROM ledger.requests WHERE id = $1", id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("request %s is %s, not %s", id, got, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitFinal waits until request id is final and returns its state and
+// error kind.
+func waitFinal(t *testing.T, db *testdb.DB, id string) (state, kind string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var k *string
+		if err := db.Pool.QueryRow(context.Background(), "SELECT state, error_kind FROM ledger.requests WHERE id = $1", id).Scan(&state, &k); err != nil {
+			t.Fatal(err)
+		}
+		if state != "pending" && state != "running" && state != "awaiting_approval" {
+			if k != nil {
+				kind = *k
+			}
+			return state, kind
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("request %s still %s", id, state)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
