@@ -609,7 +609,11 @@ BEGIN
         SELECT count(pg_notify(c.channel, t.id::text)) INTO n
         FROM unnest(v_rows) t JOIN c ON c.principal = t.principal
         WHERE t.kind = 'finish';
-        PERFORM pg_notify('ledger_request_done', '');
+        IF ledger.legacy_done_ids() THEN
+            PERFORM pg_notify('ledger_request_done', t.id::text) FROM unnest(v_rows) t WHERE t.kind = 'finish';
+        ELSE
+            PERFORM pg_notify('ledger_request_done', '');
+        END IF;
     END IF;
 END $$;
 
@@ -683,6 +687,18 @@ BEGIN
     ORDER BY u.ord
     RETURNING e.position, e.hash;
 END $$;
+
+
+--
+-- Name: legacy_done_ids(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.legacy_done_ids() RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce(current_setting('execledger.legacy_done_ids', true), '') IN ('on', 'true', '1')
+$$;
 
 
 --
@@ -807,7 +823,7 @@ CREATE FUNCTION ledger.notify_done(p_principal text, p_request_id uuid) RETURNS 
     AS $$
 BEGIN
     PERFORM pg_notify(ledger.done_channel(p_principal), p_request_id::text);
-    PERFORM pg_notify('ledger_request_done', '');
+    PERFORM pg_notify('ledger_request_done', CASE WHEN ledger.legacy_done_ids() THEN p_request_id::text ELSE '' END);
 END $$;
 
 
@@ -1841,6 +1857,13 @@ GRANT ALL ON FUNCTION ledger.heartbeat(request_ids uuid[], claim_ids uuid[], lea
 --
 
 REVOKE ALL ON FUNCTION ledger.insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION legacy_done_ids(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.legacy_done_ids() FROM PUBLIC;
 
 
 --

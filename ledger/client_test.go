@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/execledger/execledger/internal/testdb"
@@ -433,5 +434,59 @@ func TestAwaitSurvivesLostNotifications(t *testing.T) {
 	r, err := s.alice.Await(deadline, id)
 	if err != nil || r.State != StateSucceeded || string(r.Output) != `{"text": "x"}` {
 		t.Fatalf("await = %+v, %v", r, err)
+	}
+}
+
+// TestLegacyDoneIDs: ledger_request_done carries no request id unless an
+// administrator turns execledger.legacy_done_ids on for the database (the
+// deprecation release); the principal's own channel always carries it.
+func TestLegacyDoneIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setupClients(t)
+	stranger := s.db.LoginRole(t, "")
+	heard := func(pool string) string {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "LISTEN ledger_request_done"); err != nil {
+			t.Fatal(err)
+		}
+		// A fresh connection of alice's, so that it reads the database's
+		// current setting.
+		alice, err := pgx.Connect(ctx, s.aliceRole.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer alice.Close(ctx)
+		var id string
+		if err := alice.QueryRow(ctx, `SELECT ledger.submit('echo', '{}'::jsonb)::text`).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := alice.Exec(ctx, `SELECT ledger.cancel($1::uuid)`, id); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := conn.WaitForNotification(wctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Payload != "" && n.Payload != id {
+			t.Fatalf("payload %q is not the request's id %s", n.Payload, id)
+		}
+		return n.Payload
+	}
+	if p := heard(stranger.URL); p != "" {
+		t.Fatalf("by default a role with no grants heard %q", p)
+	}
+	if _, err := s.db.Pool.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{s.db.Name}.Sanitize()+" SET execledger.legacy_done_ids = on"); err != nil {
+		t.Fatal(err)
+	}
+	if p := heard(stranger.URL); p == "" {
+		t.Fatal("with execledger.legacy_done_ids on, ledger_request_done carried no id")
 	}
 }

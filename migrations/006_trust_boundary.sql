@@ -75,15 +75,32 @@ AS $$
     SELECT ledger.done_channel(ledger.current_principal())
 $$;
 
+-- legacy_done_ids reports whether ledger_request_done still carries
+-- request ids, as it did before this migration: off unless an
+-- administrator turns it on for the deprecation release, for listeners
+-- not yet moved to notify_channel(), knowing that every role that can
+-- connect then sees every principal's ids:
+--   ALTER DATABASE <db> SET execledger.legacy_done_ids = on;
+-- It is read in the session that notifies (an executor's, for most
+-- completions); a session that sets it itself changes only what its own
+-- transactions send.
+CREATE FUNCTION ledger.legacy_done_ids() RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(current_setting('execledger.legacy_done_ids', true), '') IN ('on', 'true', '1')
+$$;
+
 -- notify_done tells the request's principal, on its own channel, and wakes
--- the payload-free ledger_request_done listeners.
+-- the ledger_request_done listeners (with no payload, unless
+-- legacy_done_ids).
 CREATE FUNCTION ledger.notify_done(p_principal text, p_request_id uuid) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM pg_notify(ledger.done_channel(p_principal), p_request_id::text);
-    PERFORM pg_notify('ledger_request_done', '');
+    PERFORM pg_notify('ledger_request_done', CASE WHEN ledger.legacy_done_ids() THEN p_request_id::text ELSE '' END);
 END $$;
 
 -- ---------------------------------------------------------------------
@@ -793,7 +810,11 @@ BEGIN
         SELECT count(pg_notify(c.channel, t.id::text)) INTO n
         FROM unnest(v_rows) t JOIN c ON c.principal = t.principal
         WHERE t.kind = 'finish';
-        PERFORM pg_notify('ledger_request_done', '');
+        IF ledger.legacy_done_ids() THEN
+            PERFORM pg_notify('ledger_request_done', t.id::text) FROM unnest(v_rows) t WHERE t.kind = 'finish';
+        ELSE
+            PERFORM pg_notify('ledger_request_done', '');
+        END IF;
     END IF;
 END $$;
 
@@ -1072,6 +1093,7 @@ END $$;
 REVOKE ALL ON ledger.notify_secret FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.done_channel(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.notify_done(text, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.legacy_done_ids() FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.notify_channel() FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.submit(text, text, text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.append_events(text[], bigint[], text[], text[], text[]) FROM PUBLIC;
