@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/execledger/execledger/internal/egress"
 )
 
 // Capabilities names what a skill may reach outside its instance: the
@@ -74,11 +76,28 @@ func grant(policy, reg Capabilities) Capabilities {
 		return out
 	}
 	return Capabilities{
-		HTTPHosts:       both(policy.HTTPHosts, reg.HTTPHosts),
+		// Host entries in the egress proxy's normal form (case, trailing
+		// dot), so that two spellings of one host meet; an entry that does
+		// not parse stays as written, and matches only itself.
+		HTTPHosts:       both(normalHosts(policy.HTTPHosts), normalHosts(reg.HTTPHosts)),
 		Secrets:         both(policy.Secrets, reg.Secrets),
 		StoragePrefixes: both(policy.StoragePrefixes, reg.StoragePrefixes),
 		Channels:        both(policy.Channels, reg.Channels),
 	}
+}
+
+// normalHosts is hosts in the egress allowlist's normal form.
+func normalHosts(hosts []string) []string {
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		out[i] = h
+		if a, err := egress.ParseAllowlist([]string{h}); err == nil {
+			if e := a.Entries(); len(e) == 1 {
+				out[i] = e[0]
+			}
+		}
+	}
+	return out
 }
 
 // handle is Palyra's <class>-handle: the handle of the index-th granted

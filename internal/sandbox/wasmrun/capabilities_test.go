@@ -55,6 +55,18 @@ func TestGrantIsSortedIntersection(t *testing.T) {
 	}
 }
 
+// TestGrantMeetsHostSpellings: the policy and a registration may spell a
+// host differently (case, trailing dot); the grant is the host once, in
+// the egress allowlist's normal form.
+func TestGrantMeetsHostSpellings(t *testing.T) {
+	t.Parallel()
+	got := grant(Capabilities{HTTPHosts: []string{"API.Example.com", "other.example", "*bad*"}},
+		Capabilities{HTTPHosts: []string{"api.example.com.", "*bad*", "third.example"}})
+	if !slices.Equal(got.HTTPHosts, []string{"*bad*", "api.example.com"}) {
+		t.Fatalf("granted hosts %q", got.HTTPHosts)
+	}
+}
+
 func TestPalyraHandles(t *testing.T) {
 	t.Parallel()
 	all := Capabilities{HTTPHosts: []string{"b.example", "a.example"}, Secrets: []string{"ZETA", "ALPHA", "MID"},
