@@ -935,6 +935,115 @@ BEGIN
 END $$;
 
 
+--
+-- Name: projection_advance(text, xid8, bigint, xid8, bigint, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_advance(p_name text, p_from_tx xid8, p_from_position bigint, p_to_tx xid8, p_to_position bigint, p_applied bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF (p_to_tx, p_to_position) <= (p_from_tx, p_from_position) OR p_applied < 0 THEN
+        RAISE EXCEPTION 'ledger.projection_advance: % must move forward, from (%, %) to (%, %)',
+            p_name, p_from_tx, p_from_position, p_to_tx, p_to_position
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE ledger.projections p
+    SET tx_id = p_to_tx, position = p_to_position, applied_total = p.applied_total + p_applied,
+        updated_at = clock_timestamp()
+    WHERE p.name = p_name AND p.state = 'active' AND p.tx_id = p_from_tx AND p.position = p_from_position;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.projection_advance: % is not active at (%, %)', p_name, p_from_tx, p_from_position
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+END $$;
+
+
+--
+-- Name: projection_fail(text, xid8, bigint, text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_fail(p_name text, p_tx xid8, p_position bigint, p_type text, p_error text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_p     record;
+    v_error text := left(coalesce(p_error, 'unknown error'), 4000);
+BEGIN
+    SELECT * INTO v_p FROM ledger.projections p WHERE p.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.projection_fail: no projection %', p_name USING ERRCODE = 'no_data_found';
+    END IF;
+    IF v_p.state = 'failed' THEN
+        RETURN;
+    END IF;
+    UPDATE ledger.projections
+    SET state = 'failed', failed_tx_id = p_tx, failed_position = p_position, failed_type = p_type,
+        last_error = 'failed at position ' || p_position || ': ' || v_error, updated_at = clock_timestamp()
+    WHERE name = p_name;
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('projection:' || p_name,
+            coalesce((SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'projection:' || p_name), 0) + 1,
+            'projection.failed',
+            json_build_object('projection', p_name, 'position', p_position, 'tx_id', p_tx::text,
+                              'event_type', p_type, 'error', v_error,
+                              'checkpoint', json_build_object('tx_id', v_p.tx_id::text, 'position', v_p.position)),
+            json_build_object('actor', session_user, 'login_role', session_user));
+END $$;
+
+
+--
+-- Name: projection_register(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_register(p_name text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_key int;
+BEGIN
+    INSERT INTO ledger.projections (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;
+    SELECT p.lock_key INTO STRICT v_key FROM ledger.projections p WHERE p.name = p_name;
+    RETURN v_key;
+END $$;
+
+
+--
+-- Name: projection_retry(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_retry(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_p record;
+BEGIN
+    SELECT * INTO v_p FROM ledger.projections p WHERE p.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.projection_retry: no projection %', p_name USING ERRCODE = 'no_data_found';
+    END IF;
+    IF v_p.state <> 'failed' THEN
+        RETURN false;
+    END IF;
+    UPDATE ledger.projections
+    SET state = 'active', failed_tx_id = NULL, failed_position = NULL, failed_type = NULL, last_error = NULL,
+        updated_at = clock_timestamp()
+    WHERE name = p_name;
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('projection:' || p_name,
+            coalesce((SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'projection:' || p_name), 0) + 1,
+            'projection.retried',
+            json_build_object('projection', p_name, 'position', v_p.failed_position, 'tx_id', v_p.failed_tx_id::text,
+                              'previous_error', v_p.last_error, 'note', left(p_note, 1024)),
+            json_build_object('actor', session_user, 'login_role', session_user));
+    RETURN true;
+END $$;
+
+
 SET default_table_access_method = heap;
 
 --
@@ -1391,6 +1500,77 @@ COMMENT ON COLUMN ledger.processes.owner_role IS 'Login role of the executor who
 
 
 --
+-- Name: projections; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.projections (
+    name text NOT NULL,
+    lock_key integer NOT NULL,
+    tx_id xid8 DEFAULT '0'::xid8 NOT NULL,
+    "position" bigint DEFAULT 0 NOT NULL,
+    state text DEFAULT 'active'::text NOT NULL,
+    applied_total bigint DEFAULT 0 NOT NULL,
+    failed_tx_id xid8,
+    failed_position bigint,
+    failed_type text,
+    last_error text,
+    updated_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT projections_failure_check CHECK ((((state = 'active'::text) AND (failed_tx_id IS NULL) AND (failed_position IS NULL) AND (failed_type IS NULL) AND (last_error IS NULL)) OR ((state = 'failed'::text) AND (failed_tx_id IS NOT NULL) AND (failed_position IS NOT NULL) AND (last_error IS NOT NULL)))),
+    CONSTRAINT projections_name_check CHECK (((name ~ '^[a-z][a-z0-9_]*$'::text) AND (octet_length(name) <= 63))),
+    CONSTRAINT projections_state_check CHECK ((state = ANY (ARRAY['active'::text, 'failed'::text])))
+);
+
+
+--
+-- Name: TABLE projections; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.projections IS 'One row per projection: its checkpoint in ledger.read_all order and its state.';
+
+
+--
+-- Name: COLUMN projections.lock_key; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.projections.lock_key IS 'Second key of the runner''s session advisory lock.';
+
+
+--
+-- Name: COLUMN projections.tx_id; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.projections.tx_id IS 'Checkpoint: tx_id of the last event passed (0 before the first).';
+
+
+--
+-- Name: COLUMN projections."position"; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.projections."position" IS 'Checkpoint: position of the last event passed (0 before the first).';
+
+
+--
+-- Name: COLUMN projections.applied_total; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.projections.applied_total IS 'Events handed to the projection''s apply functions and committed.';
+
+
+--
+-- Name: projections_lock_key_seq; Type: SEQUENCE; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.projections ALTER COLUMN lock_key ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME ledger.projections_lock_key_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
 -- Name: queue; Type: TABLE; Schema: ledger; Owner: -
 --
 
@@ -1582,6 +1762,22 @@ ALTER TABLE ONLY ledger.principals
 
 ALTER TABLE ONLY ledger.processes
     ADD CONSTRAINT processes_pkey PRIMARY KEY (handle);
+
+
+--
+-- Name: projections projections_lock_key_key; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.projections
+    ADD CONSTRAINT projections_lock_key_key UNIQUE (lock_key);
+
+
+--
+-- Name: projections projections_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.projections
+    ADD CONSTRAINT projections_pkey PRIMARY KEY (name);
 
 
 --
@@ -1942,6 +2138,39 @@ GRANT ALL ON FUNCTION ledger.process_start(p_handle uuid, p_request_id uuid, p_m
 
 
 --
+-- Name: FUNCTION projection_advance(p_name text, p_from_tx xid8, p_from_position bigint, p_to_tx xid8, p_to_position bigint, p_applied bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_advance(p_name text, p_from_tx xid8, p_from_position bigint, p_to_tx xid8, p_to_position bigint, p_applied bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_advance(p_name text, p_from_tx xid8, p_from_position bigint, p_to_tx xid8, p_to_position bigint, p_applied bigint) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION projection_fail(p_name text, p_tx xid8, p_position bigint, p_type text, p_error text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_fail(p_name text, p_tx xid8, p_position bigint, p_type text, p_error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_fail(p_name text, p_tx xid8, p_position bigint, p_type text, p_error text) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION projection_register(p_name text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_register(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_register(p_name text) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION projection_retry(p_name text, p_note text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_retry(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_retry(p_name text, p_note text) TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.projection_retry(p_name text, p_note text) TO ledger_admin;
+
+
+--
 -- Name: TABLE events; Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -2033,6 +2262,15 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE ledger.principals TO ledger_admin;
 GRANT SELECT ON TABLE ledger.processes TO ledger_executor;
 GRANT SELECT ON TABLE ledger.processes TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.processes TO ledger_admin;
+
+
+--
+-- Name: TABLE projections; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.projections TO ledger_executor;
+GRANT SELECT ON TABLE ledger.projections TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.projections TO ledger_admin;
 
 
 --
