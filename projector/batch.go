@@ -1,0 +1,141 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/execledger/execledger/ledger"
+)
+
+// States of a projection (ledger.projections.state).
+const (
+	stateActive = "active"
+	stateFailed = "failed"
+)
+
+// item is an event of a batch; only consumed ones carry payload and
+// metadata.
+type item struct {
+	ev       ledger.Event
+	consumed bool
+}
+
+// read returns the next batch after from, outside any transaction.
+func (r *runner) read(ctx context.Context, conn *pgx.Conn, from ledger.Cursor) ([]item, error) {
+	rows, err := conn.Query(ctx, queryBatch, strconv.FormatUint(from.TxID, 10), from.Position, r.e.cfg.BatchSize, r.types)
+	if err != nil {
+		return nil, fmt.Errorf("projector: read after %+v for %s: %w", from, r.proj.Name, err)
+	}
+	batch, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (item, error) {
+		var it item
+		var tx string
+		var payload, metadata *string
+		var hash []byte
+		if err := row.Scan(&it.ev.Position, &tx, &it.ev.Stream, &it.ev.Version, &it.ev.Type,
+			&payload, &metadata, &it.ev.RecordedAt, &hash); err != nil {
+			return it, err
+		}
+		txID, err := strconv.ParseUint(tx, 10, 64)
+		if err != nil {
+			return it, fmt.Errorf("tx_id %q: %w", tx, err)
+		}
+		it.ev.TxID = txID
+		copy(it.ev.Hash[:], hash)
+		if payload != nil {
+			it.consumed = true
+			it.ev.Payload, it.ev.Metadata = []byte(*payload), []byte(*metadata)
+		}
+		return it, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projector: read after %+v for %s: %w", from, r.proj.Name, err)
+	}
+	return batch, nil
+}
+
+// process applies batch and advances the checkpoint in one transaction.
+// When an apply function fails at an event, the events before it are
+// committed on their own and the next step meets the failing event first:
+// applied alone it fails again and the projection is stopped there, its
+// checkpoint just before it.
+func (r *runner) process(ctx context.Context, conn *pgx.Conn, from ledger.Cursor, batch []item) error {
+	for {
+		bad, cause, err := r.commit(ctx, conn, from, batch)
+		switch {
+		case err != nil:
+			return err
+		case cause == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err() // shutting down mid-apply says nothing about the event
+		case transient(conn, cause):
+			return fmt.Errorf("projector: apply %s at position %d: %w", r.proj.Name, batch[bad].ev.Position, cause)
+		case bad > 0:
+			batch = batch[:bad]
+		default:
+			ev := batch[0].ev
+			return r.fail(ctx, conn, ev.Cursor(), ev.Type, fmt.Errorf("%s: %w", ev.Type, cause))
+		}
+	}
+}
+
+// commit applies batch in one transaction with the checkpoint's move from
+// from to its last event. An apply function's error is returned as cause,
+// with the index of its event, and nothing is committed; err is a database
+// error of the engine's own.
+func (r *runner) commit(ctx context.Context, conn *pgx.Conn, from ledger.Cursor, batch []item) (bad int, cause, err error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("projector: begin %s: %w", r.proj.Name, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var applied int64
+	for i, it := range batch {
+		if !it.consumed {
+			continue
+		}
+		if err := r.apply(ctx, tx, it.ev); err != nil {
+			return i, err, nil
+		}
+		applied++
+	}
+	to := batch[len(batch)-1].ev.Cursor()
+	if _, err := tx.Exec(ctx, queryAdvance, r.proj.Name, strconv.FormatUint(from.TxID, 10), from.Position,
+		strconv.FormatUint(to.TxID, 10), to.Position, applied); err != nil {
+		return 0, nil, fmt.Errorf("projector: advance %s to %+v: %w", r.proj.Name, to, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, nil, fmt.Errorf("projector: commit %s at %+v: %w", r.proj.Name, to, err)
+	}
+	r.checked = to
+	r.e.metrics.applied(r.proj.Name, applied, to)
+	return 0, nil, nil
+}
+
+// apply runs ev's apply function, turning a panic into its error.
+func (r *runner) apply(ctx context.Context, tx pgx.Tx, ev ledger.Event) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError{value: p}
+		}
+	}()
+	return r.proj.Apply[ev.Type](ctx, tx, ev)
+}
+
+// fail stops the projection at c (an event of type typ, or a checkpoint
+// when typ is "") and records why, with a projection.failed event.
+func (r *runner) fail(ctx context.Context, conn *pgx.Conn, c ledger.Cursor, typ string, cause error) error {
+	var typArg *string
+	if typ != "" {
+		typArg = &typ
+	}
+	if _, err := conn.Exec(ctx, queryFail, r.proj.Name, strconv.FormatUint(c.TxID, 10), c.Position, typArg, cause.Error()); err != nil {
+		return fmt.Errorf("projector: record failure of %s at position %d (%v): %w", r.proj.Name, c.Position, cause, err)
+	}
+	r.logger.Error("projection failed", slog.Int64("position", c.Position), slog.String("event_type", typ), slog.Any("error", cause))
+	return nil
+}
