@@ -11,7 +11,11 @@
 #   - curl, the client tier C's egress tests run inside the sandbox;
 #   - make and git, launchers the sandbox tests show confined;
 #   - wabt, whose wat2wasm builds the WebAssembly text modules the fuel
-#     metering tests (internal/wasm/meter) run.
+#     metering tests (internal/wasm/meter) run;
+#   - prometheus (with promtool), which the dashboards test runs on a free
+#     port with its own configuration and data directory. The Debian package
+#     would also start and enable a system Prometheus on :9090; that one is
+#     kept from starting and disabled, since nothing here uses it.
 # Idempotent; fast when all is in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +40,37 @@ command -v curl >/dev/null 2>&1 || apt_install curl
 command -v make >/dev/null 2>&1 || apt_install make
 command -v git >/dev/null 2>&1 || apt_install git
 command -v wat2wasm >/dev/null 2>&1 || apt_install wabt
+
+# without_service_starts runs a command with service starts refused by
+# policy-rc.d (invoke-rc.d and deb-systemd-invoke obey it), unless a
+# policy-rc.d is already there, as in most containers.
+without_service_starts() {
+	local added= rc=0
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\n# ensure-test-deps.sh: no service starts during its install\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 0755 /usr/sbin/policy-rc.d
+		added=1
+	fi
+	"$@" || rc=$?
+	if [[ -n "$added" ]]; then
+		rm -f /usr/sbin/policy-rc.d
+	fi
+	return "$rc"
+}
+
+if ! command -v prometheus >/dev/null 2>&1; then
+	without_service_starts apt_install prometheus
+	# The package enables its systemd unit and its init script for the next
+	# boot; a running systemd may have started it despite policy-rc.d.
+	if [[ -d /run/systemd/system ]]; then
+		systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+	elif command -v systemctl >/dev/null 2>&1; then
+		systemctl disable prometheus.service >/dev/null 2>&1 || true
+	fi
+	if [[ -x /etc/init.d/prometheus ]]; then
+		update-rc.d prometheus disable >/dev/null 2>&1 || true
+	fi
+fi
 
 url="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
 if psql "$url" -qAtc 'SELECT 1' >/dev/null 2>&1; then
