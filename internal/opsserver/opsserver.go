@@ -1,6 +1,7 @@
 // Package opsserver serves what operators and orchestrators poll: /healthz
 // (the process is up), /readyz (the database answers) and /metrics
-// (Prometheus: the queue's depth and age by state, plus Go and process metrics).
+// (Prometheus: the queue's depth and age by state, quota use per principal
+// from the quota_usage projection, plus Go and process metrics).
 package opsserver
 
 import (
@@ -25,12 +26,37 @@ type Server struct {
 	registry *prometheus.Registry
 }
 
+// Config configures the operations server. The zero value is the default.
+type Config struct {
+	// QuotaTopK is how many principals, those that made the most calls, get
+	// execledger_quota_* series of their own; the rest are summed into
+	// principal="other". Default 20.
+	QuotaTopK int
+	// QuotaTimeout bounds the read of the quota projection at each scrape.
+	// Default 3s.
+	QuotaTimeout time.Duration
+}
+
+// DefaultQuotaTopK is Config.QuotaTopK's default.
+const DefaultQuotaTopK = 20
+
+func (c Config) withDefaults() Config {
+	if c.QuotaTopK <= 0 {
+		c.QuotaTopK = DefaultQuotaTopK
+	}
+	if c.QuotaTimeout <= 0 {
+		c.QuotaTimeout = 3 * time.Second
+	}
+	return c
+}
+
 // New returns a Server that reports on the ledger behind pool. Other
 // components register their collectors with Registry.
-func New(pool *pgxpool.Pool, logger *slog.Logger) *Server {
+func New(pool *pgxpool.Pool, logger *slog.Logger, cfg Config) *Server {
+	cfg = cfg.withDefaults()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newQueueCollector(pool, logger))
+		newQueueCollector(pool, logger), newQuotaCollector(pool, logger, cfg.QuotaTopK, cfg.QuotaTimeout))
 	return &Server{pool: pool, logger: logger, registry: reg}
 }
 
