@@ -107,7 +107,7 @@ var metricName = regexp.MustCompile(`\bexecledger_[a-z0-9_]+`)
 func TestDashboardsQueryExportedMetrics(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	ops := opsserver.New(db.Pool, slog.New(slog.DiscardHandler))
+	ops := opsserver.New(db.Pool, slog.New(slog.DiscardHandler), opsserver.Config{})
 	runOneRequest(t, db, ops)
 	srv := httptest.NewServer(ops.Handler())
 	defer srv.Close()

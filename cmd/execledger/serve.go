@@ -90,7 +90,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	ops := opsserver.New(pool, logger)
+	ops := opsserver.New(pool, logger, opsserver.Config{QuotaTopK: cfg.Serve.QuotaMetricsTopK})
 	if cfg.Serve.Listen != "" {
 		wg.Go(func() {
 			err := ops.Serve(ctx, cfg.Serve.Listen, func(a net.Addr) {

@@ -129,6 +129,9 @@ type Log struct {
 type Serve struct {
 	Listen string `toml:"listen"` // address of /healthz and /metrics; "" turns them off
 	Label  string `toml:"label"`  // this executor's name in events and metrics; default: hostname
+	// principals (those with the most calls) with execledger_quota_* series
+	// of their own; the others are summed into principal="other"
+	QuotaMetricsTopK int `toml:"quota_metrics_top_k"`
 }
 
 // Dev configures the embedded PostgreSQL of `execledger dev`.
@@ -160,7 +163,7 @@ func Default() Config {
 	return Config{
 		Database: Database{MaxConns: 16, ConnectTimeout: Duration{10 * time.Second}},
 		Log:      Log{Level: "info", Format: "text"},
-		Serve:    Serve{Listen: "127.0.0.1:9464", Label: host},
+		Serve:    Serve{Listen: "127.0.0.1:9464", Label: host, QuotaMetricsTopK: 20},
 		Executor: Executor{Enabled: true, Workers: 64, ClaimBatch: 64, Lease: Duration{30 * time.Second},
 			PollInterval: Duration{time.Second}, RescueInterval: Duration{5 * time.Second},
 			ShutdownGrace: Duration{10 * time.Second}, ToolTimeout: Duration{30 * time.Second},
@@ -237,6 +240,9 @@ func (c Config) Validate() error {
 	}
 	if c.Serve.Label == "" {
 		errs = append(errs, errors.New("serve.label: must not be empty"))
+	}
+	if c.Serve.QuotaMetricsTopK < 1 || c.Serve.QuotaMetricsTopK > 1000 {
+		errs = append(errs, fmt.Errorf("serve.quota_metrics_top_k: %d is not between 1 and 1000", c.Serve.QuotaMetricsTopK))
 	}
 	x := c.Executor
 	if x.Workers < 1 || x.Workers > 10000 || x.ClaimBatch < 1 || x.ClaimBatch > 10000 {

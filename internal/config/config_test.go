@@ -83,6 +83,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"bad url":            {env: []string{"DATABASE_URL=mysql://x"}, want: "database.url"},
 		"bad listen":         {env: []string{"EXECLEDGER_SERVE_LISTEN=nope"}, want: "serve.listen"},
 		"zero pool":          {env: []string{"EXECLEDGER_DATABASE_MAX_CONNS=0"}, want: "database.max_conns"},
+		"zero top k":         {env: []string{"EXECLEDGER_SERVE_QUOTA_METRICS_TOP_K=0"}, want: "serve.quota_metrics_top_k"},
 		"bad port list":      {env: []string{"EXECLEDGER_PROCESS_RUN_EGRESS_PORTS=80,http"}, want: "EXECLEDGER_PROCESS_RUN_EGRESS_PORTS"},
 		"long lifetime":      {env: []string{"EXECLEDGER_PROCESS_RUN_MAX_BACKGROUND_LIFETIME=31m"}, want: "max_background_lifetime"},
 		"bad cgroups":        {env: []string{"EXECLEDGER_PROCESS_RUN_CGROUPS=maybe"}, want: "process_run.cgroups"},
