@@ -16,12 +16,13 @@ import (
 
 // Exit codes. Scripts depend on them; see README "Command line".
 const (
-	exitOK       = 0 // done; with --wait: the request succeeded
-	exitError    = 1 // something failed (database unreachable, bad configuration, ...)
-	exitUsage    = 2 // the command line is wrong
-	exitNotOK    = 3 // with --wait: the request ended failed, denied or cancelled
-	exitTimeout  = 4 // with --wait: the request was not final when the wait ended
-	exitNotFound = 5 // no such request (or one the caller may not see)
+	exitOK        = 0 // done; with --wait: the request succeeded
+	exitError     = 1 // something failed (database unreachable, bad configuration, ...)
+	exitUsage     = 2 // the command line is wrong
+	exitNotOK     = 3 // with --wait: the request ended failed, denied or cancelled
+	exitTimeout   = 4 // with --wait: the request was not final when the wait ended
+	exitNotFound  = 5 // no such request (or one the caller may not see), no such projection
+	exitNotFailed = 6 // projector retry: the projection is not failed
 )
 
 type stdio struct {
@@ -49,6 +50,7 @@ func commands() []command {
 		{"migrate", "[--config FILE] [--status]", "apply the embedded schema migrations to DATABASE_URL", runMigrate},
 		{"submit", "TOOL JSON [--run R] [--key K] [--context JSON] [--wait] [--timeout D] [--json]", "submit a tool request (JSON - reads stdin)", runSubmit},
 		{"status", "ID [--json]", "show a request", runStatus},
+		{"projector", "status|retry|rebuild|verify [ARGS]", "the projections' checkpoints, lag and failures (execledger projector help)", runProjector},
 		{"verify", "--replay ID [--config FILE] [--pubkey FILE] [--json]", "run a recorded tier A call again and compare its output digest and fuel with its attestation", runVerify},
 		{"keygen", "[--out FILE]", "write an Ed25519 attestation signing key (FILE, FILE.pub)", runKeygen},
 		{"bench", "[--mode burndown|continuous] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--river-fetch-cooldown D]", "measure throughput and latency against River on fresh databases", runBench},
