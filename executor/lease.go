@@ -183,11 +183,10 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 		if x.claimedBy != nil {
 			by = *x.claimedBy
 		}
+		expired := map[string]any{"request_id": x.id, "claim_id": x.claimID, "executor": by, "started": x.started,
+			"safe_to_repeat": safe, "action": action, "rescued_by": e.cfg.Label}
 		sa := ledger.StreamAppend{Stream: "request:" + x.id.String(), Expected: x.version, Events: []ledger.NewEvent{{
-			Type: "lease.expired",
-			Payload: map[string]any{"request_id": x.id, "claim_id": x.claimID, "executor": by, "started": x.started,
-				"safe_to_repeat": safe, "action": action, "rescued_by": e.cfg.Label},
-			Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: x.id.String()},
+			Type: "lease.expired", Payload: expired, Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: x.id.String()},
 		}}}
 		if action == "requeued" {
 			w.events(x.id, x.claimID, sa)
@@ -204,6 +203,8 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 		if impl != nil {
 			executor, tier = impl.Executor(), impl.Tier()
 		}
+		// The outcome, for the read models made from the event.
+		expired["state"], expired["error_kind"], expired["error"], expired["tier"] = state, res.ErrorKind, res.Error, strp(tier)
 		a, err := e.sign(attestationInput{requestID: x.id, attempt: x.attempt, tool: x.tool, principal: x.principal, runID: x.runID,
 			inputDigest: x.inputDigest, executor: executor, tier: tier, decision: "allow", reason: "lease.expired",
 			started: now, finished: now, result: res})
@@ -275,7 +276,8 @@ func (e *Executor) expireApprovals(ctx context.Context) (int, error) {
 		// No claim: an expired approval is anyone's to settle.
 		wr.events(w.id, uuid.Nil, ledger.StreamAppend{Stream: "request:" + w.id.String(), Expected: w.version, Events: []ledger.NewEvent{
 			{Type: "approval.denied", Payload: map[string]any{"request_id": w.id, "reason": "expired",
-				"timeout_ms": e.cfg.ApprovalTimeout.Milliseconds()}, Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: w.id.String()}},
+				"timeout_ms": e.cfg.ApprovalTimeout.Milliseconds(), "error": res.Error},
+				Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: w.id.String()}},
 			a.event,
 		}})
 		wr.finish(w.id, uuid.Nil, "denied", res, "")

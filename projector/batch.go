@@ -88,6 +88,9 @@ func (r *runner) process(ctx context.Context, conn *pgx.Conn, from ledger.Cursor
 // with the index of its event, and nothing is committed; err is a database
 // error of the engine's own.
 func (r *runner) commit(ctx context.Context, conn *pgx.Conn, from ledger.Cursor, batch []item) (bad int, cause, err error) {
+	if r.proj.SQL {
+		return r.commitSQL(ctx, conn, from, batch)
+	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("projector: begin %s: %w", r.proj.Name, err)
@@ -138,4 +141,23 @@ func (r *runner) fail(ctx context.Context, conn *pgx.Conn, c ledger.Cursor, typ 
 	}
 	r.logger.Error("projection failed", slog.Int64("position", c.Position), slog.String("event_type", typ), slog.Any("error", cause))
 	return nil
+}
+
+// commitSQL applies batch through ledger.projection_step, which moves the
+// checkpoint and runs the projection's SQL apply function in one
+// transaction. The function applies the batch set-based, so a failure does
+// not say which event caused it: cause is then reported at the middle of
+// the batch, and process tries the first half alone, halving until the
+// one event that fails is found.
+func (r *runner) commitSQL(ctx context.Context, conn *pgx.Conn, from ledger.Cursor, batch []item) (bad int, cause, err error) {
+	to := batch[len(batch)-1].ev.Cursor()
+	var applied int64
+	err = conn.QueryRow(ctx, queryStep, r.proj.Name, strconv.FormatUint(from.TxID, 10), from.Position,
+		strconv.FormatUint(to.TxID, 10), to.Position).Scan(&applied)
+	if err != nil {
+		return len(batch) / 2, err, nil
+	}
+	r.checked = to
+	r.e.metrics.applied(r.proj.Name, applied, to)
+	return 0, nil, nil
 }

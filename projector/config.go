@@ -34,7 +34,7 @@ func (c Config) WithDefaults() Config {
 		c.BatchSize = 500
 	}
 	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
+		c.PollInterval = 100 * time.Millisecond
 	}
 	if c.LockRetryInterval == 0 {
 		c.LockRetryInterval = time.Second

@@ -69,11 +69,16 @@ func (m *metrics) set(s Status) {
 	m.appliedTotal.WithLabelValues(s.Name) // exported as 0 before the first event
 }
 
+// observeInterval is the least time between two refreshes of a runner's
+// gauges: the lag query counts events, and a scrape every few seconds
+// needs no more.
+const observeInterval = time.Second
+
 // observe refreshes the projection's gauges from the database, at most
-// once per PollInterval: lag is read by every runner, standbys included,
+// once per observeInterval (or PollInterval, if longer): lag is read by every runner, standbys included,
 // so that any process shows it. Errors are logged and the gauges kept.
 func (r *runner) observe(ctx context.Context, conn *pgx.Conn) {
-	if r.e.metrics == nil || time.Since(r.observed) < r.e.cfg.PollInterval {
+	if r.e.metrics == nil || time.Since(r.observed) < max(r.e.cfg.PollInterval, observeInterval) {
 		return
 	}
 	r.observed = time.Now()

@@ -18,11 +18,30 @@ type ApplyFunc func(ctx context.Context, tx pgx.Tx, ev ledger.Event) error
 
 // Projection is a read model's definition: its name (the row in
 // ledger.projections, and stream projection:<name> for its own events) and
-// one apply function per event type it consumes. Events of other types
-// only move its checkpoint.
+// either one Go apply function per event type it consumes, or SQL: the
+// ledger's own apply function for the projection, ledger.apply_<name>,
+// which reads each batch's events in the database and is called through
+// ledger.projection_step (migration 008). Events of other types only move
+// its checkpoint.
 type Projection struct {
 	Name  string
 	Apply map[string]ApplyFunc
+	// SQL marks a projection the ledger defines (ReadModels); Apply is then
+	// empty.
+	SQL bool
+}
+
+// ReadModels are the ledger's asynchronous read models, which the engine
+// in `execledger serve` keeps current: the audit trail, quota usage and
+// skill status. The inline ones (requests, runs, processes) are written by
+// the SQL API and the executor functions in the transactions that append
+// their events; the engine rebuilds and verifies them (Rebuild, Verify).
+func ReadModels() []Projection {
+	return []Projection{
+		{Name: "audit_trail", SQL: true},
+		{Name: "quota_usage", SQL: true},
+		{Name: "skill_status", SQL: true},
+	}
 }
 
 var projectionName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
@@ -40,6 +59,12 @@ func (p Projection) Types() []string {
 func (p Projection) validate() error {
 	if !projectionName.MatchString(p.Name) {
 		return fmt.Errorf("projector: projection name %q must match %s", p.Name, projectionName)
+	}
+	if p.SQL {
+		if len(p.Apply) > 0 {
+			return fmt.Errorf("projector: projection %s is applied in SQL and has Go apply functions", p.Name)
+		}
+		return nil
 	}
 	if len(p.Apply) == 0 {
 		return fmt.Errorf("projector: projection %s consumes no event type", p.Name)

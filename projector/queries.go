@@ -22,6 +22,8 @@ const (
        recorded_at, hash
 FROM ledger.read_all($1::xid8, $2, $3)`
 
+	queryStep = `SELECT ledger.projection_step($1, $2::xid8, $3, $4::xid8, $5)`
+
 	queryAdvance = `SELECT ledger.projection_advance($1, $2::xid8, $3, $4::xid8, $5, $6)`
 
 	queryFail = `SELECT ledger.projection_fail($1, $2::xid8, $3, $4, $5)`
@@ -38,17 +40,22 @@ FROM ledger.read_all($1::xid8, $2, $3)`
 	// events_delivery_idx capped at lagCountCap so that a projection far
 	// behind costs a bounded read; seconds behind is the age of the first
 	// of them.
-	queryStatus = `SELECT p.name, p.tx_id::text, p.position, p.state, p.applied_total,
+	// An inline projection is never behind: its writers apply their events
+	// in the transactions that append them.
+	queryStatus = `SELECT p.name, p.mode, p.tx_id::text, p.position, p.state, p.applied_total,
        p.failed_tx_id::text, p.failed_position, p.failed_type, p.last_error, p.updated_at,
+       CASE WHEN p.mode = 'inline' THEN 0 ELSE
        (SELECT count(*) FROM (SELECT 1 FROM ledger.events e
                               WHERE (e.tx_id, e.position) > (p.tx_id, p.position)
                                 AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-                              LIMIT ` + lagCountCapSQL + `) AS behind) AS events_behind,
+                              LIMIT ` + lagCountCapSQL + `) AS behind) END AS events_behind,
+       CASE WHEN p.mode = 'inline' THEN 0 ELSE
        coalesce(extract(epoch FROM clock_timestamp() - (
            SELECT e.recorded_at FROM ledger.events e
            WHERE (e.tx_id, e.position) > (p.tx_id, p.position)
              AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-           ORDER BY e.tx_id, e.position LIMIT 1)), 0)::float8 AS seconds_behind
+           ORDER BY e.tx_id, e.position LIMIT 1)), 0)::float8 END AS seconds_behind,
+       p.rebuild_position
 FROM ledger.projections p
 WHERE $1::text IS NULL OR p.name = $1
 ORDER BY p.name`

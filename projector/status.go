@@ -15,7 +15,10 @@ import (
 
 // Status is one projection's place in the log.
 type Status struct {
-	Name       string
+	Name string
+	// Mode is "inline" (written by the ledger's writers in their own
+	// transactions; never behind) or "async" (applied by the engine).
+	Mode       string
 	Checkpoint ledger.Cursor // the last event passed; zero before the first
 	State      string        // "active" or "failed"
 	// EventsBehind is how many events read_all could deliver after the
@@ -30,6 +33,8 @@ type Status struct {
 	FailedType string
 	LastError  string
 	UpdatedAt  time.Time
+	// Rebuilding is the position a rebuild in progress has reached, or nil.
+	Rebuilding *int64
 }
 
 // Status returns every projection that has ever run, by name, registered
@@ -48,8 +53,9 @@ func status(ctx context.Context, db ledger.DBTX, name *string) ([]Status, error)
 		var tx string
 		var failedTx, failedType, lastError *string
 		var failedPos *int64
-		if err := row.Scan(&s.Name, &tx, &s.Checkpoint.Position, &s.State, &s.AppliedTotal,
-			&failedTx, &failedPos, &failedType, &lastError, &s.UpdatedAt, &s.EventsBehind, &s.SecondsBehind); err != nil {
+		if err := row.Scan(&s.Name, &s.Mode, &tx, &s.Checkpoint.Position, &s.State, &s.AppliedTotal,
+			&failedTx, &failedPos, &failedType, &lastError, &s.UpdatedAt, &s.EventsBehind, &s.SecondsBehind,
+			&s.Rebuilding); err != nil {
 			return s, err
 		}
 		var err error
