@@ -24,6 +24,7 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/sandbox/wasmrun"
 	"github.com/execledger/execledger/migrations"
+	"github.com/execledger/execledger/projector"
 )
 
 func runServe(ctx context.Context, e *env, args []string) int {
@@ -80,7 +81,7 @@ func loadServices(cfg config.Config) (services, error) {
 }
 
 // serve runs the service until ctx ends: the operations endpoints and,
-// when enabled, the executor.
+// when enabled, the executor and the projection engine.
 func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger, svc services) error {
 	if err := checkSchema(ctx, pool); err != nil {
 		return err
@@ -123,6 +124,17 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 				cancel()
 			}
 		})
+	}
+	if cfg.Projector.Enabled {
+		eng, err := projector.New(pool, projector.Config{
+			BatchSize: cfg.Projector.BatchSize, PollInterval: cfg.Projector.PollInterval.Duration,
+			Registerer: ops.Registry(), Logger: logger,
+		}, projector.ReadModels()...)
+		if err != nil {
+			return err
+		}
+		// Run returns only when ctx ends: database errors are retried.
+		wg.Go(func() { _ = eng.Run(ctx) })
 	}
 	<-ctx.Done()
 	wg.Wait()

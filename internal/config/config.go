@@ -39,15 +39,16 @@ var envNotKeys = map[string]bool{"EXECLEDGER_CONFIG": true}
 
 // Config is the whole configuration.
 type Config struct {
-	Database Database `toml:"database"`
-	Log      Log      `toml:"log"`
-	Serve    Serve    `toml:"serve"`
-	Executor Executor `toml:"executor"`
-	Policy   Policy   `toml:"policy"`
-	Attest   Attest   `toml:"attest"`
-	Process  Process  `toml:"process_run"`
-	Wasm     Wasm     `toml:"wasm"`
-	Dev      Dev      `toml:"dev"`
+	Database  Database  `toml:"database"`
+	Log       Log       `toml:"log"`
+	Serve     Serve     `toml:"serve"`
+	Executor  Executor  `toml:"executor"`
+	Projector Projector `toml:"projector"`
+	Policy    Policy    `toml:"policy"`
+	Attest    Attest    `toml:"attest"`
+	Process   Process   `toml:"process_run"`
+	Wasm      Wasm      `toml:"wasm"`
+	Dev       Dev       `toml:"dev"`
 }
 
 // Executor configures the executor loops of `execledger serve`.
@@ -125,6 +126,16 @@ type Log struct {
 	Format string `toml:"format"` // text or json
 }
 
+// Projector configures the projection engine of `execledger serve`, which
+// keeps the asynchronous read models (audit trail, quota usage, skill
+// status) current. Any number of serve processes may run it: one runner
+// per projection works at a time.
+type Projector struct {
+	Enabled      bool     `toml:"enabled"`       // false: this serve runs no projection
+	BatchSize    int      `toml:"batch_size"`    // events applied per transaction
+	PollInterval Duration `toml:"poll_interval"` // how often a caught-up runner looks for new events
+}
+
 // Serve configures `execledger serve`.
 type Serve struct {
 	Listen string `toml:"listen"` // address of /healthz and /metrics; "" turns them off
@@ -168,7 +179,8 @@ func Default() Config {
 			PollInterval: Duration{time.Second}, RescueInterval: Duration{5 * time.Second},
 			ShutdownGrace: Duration{10 * time.Second}, ToolTimeout: Duration{30 * time.Second},
 			DefaultMaxCallsPerRun: 4, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}},
-		Policy: Policy{Files: []string{}},
+		Projector: Projector{Enabled: true, BatchSize: 500, PollInterval: Duration{100 * time.Millisecond}},
+		Policy:    Policy{Files: []string{}},
 		Process: Process{Tier: "C", WorkspaceRoot: filepath.Join(".execledger", "workspaces"), AllowedExecutables: []string{},
 			EgressMode: "none", EgressAllowlist: []string{}, MaxTimeout: Duration{30 * time.Second},
 			OutputLimitBytes: 64 << 10, KillGrace: Duration{500 * time.Millisecond}, UID: 65534, GID: 65534,
@@ -240,6 +252,12 @@ func (c Config) Validate() error {
 	}
 	if c.Serve.Label == "" {
 		errs = append(errs, errors.New("serve.label: must not be empty"))
+	}
+	if c.Projector.BatchSize < 1 || c.Projector.BatchSize > 100000 {
+		errs = append(errs, fmt.Errorf("projector.batch_size: %d is not between 1 and 100000", c.Projector.BatchSize))
+	}
+	if c.Projector.PollInterval.Duration <= 0 {
+		errs = append(errs, errors.New("projector.poll_interval: must be positive"))
 	}
 	if c.Serve.QuotaMetricsTopK < 1 || c.Serve.QuotaMetricsTopK > 1000 {
 		errs = append(errs, fmt.Errorf("serve.quota_metrics_top_k: %d is not between 1 and 1000", c.Serve.QuotaMetricsTopK))
