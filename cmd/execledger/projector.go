@@ -56,6 +56,7 @@ func projectorUsage(w io.Writer) {
 // projectionStatus is one line of projector status --json.
 type projectionStatus struct {
 	Name          string      `json:"name"`
+	Mode          string      `json:"mode"` // inline or async
 	Checkpoint    cursorJSON  `json:"checkpoint"`
 	State         string      `json:"state"`
 	EventsBehind  int64       `json:"events_behind"`
@@ -75,7 +76,7 @@ type cursorJSON struct {
 
 func toProjectionStatus(s projector.Status) projectionStatus {
 	p := projectionStatus{
-		Name: s.Name, State: s.State,
+		Name: s.Name, Mode: s.Mode, State: s.State,
 		Checkpoint:   cursorJSON{fmt.Sprint(s.Checkpoint.TxID), s.Checkpoint.Position},
 		EventsBehind: s.EventsBehind, SecondsBehind: s.SecondsBehind, AppliedTotal: s.AppliedTotal,
 		UpdatedAt: s.UpdatedAt,
@@ -119,13 +120,13 @@ func runProjectorStatus(ctx context.Context, e *env, args []string) int {
 
 func printProjectionStatus(e *env, statuses []projectionStatus) int {
 	tw := tabwriter.NewWriter(e.io.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCHECKPOINT\tEVENTS BEHIND\tSECONDS BEHIND\tSTATE\tLAST ERROR")
+	fmt.Fprintln(tw, "NAME\tMODE\tCHECKPOINT\tEVENTS BEHIND\tSECONDS BEHIND\tSTATE\tLAST ERROR")
 	for _, s := range statuses {
 		lastError := "-"
 		if s.LastError != nil {
 			lastError = strings.Join(strings.Fields(*s.LastError), " ")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%s\t%s\n", s.Name, s.Checkpoint.Position, s.EventsBehind,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%s\t%s\n", s.Name, s.Mode, s.Checkpoint.Position, s.EventsBehind,
 			s.SecondsBehind, s.State, lastError)
 	}
 	if err := tw.Flush(); err != nil {

@@ -42,7 +42,10 @@ func TestProjectorStatus(t *testing.T) {
 		byName[s.Name] = s
 	}
 	alpha, broken := byName["alpha"], byName["broken"]
-	if alpha.State != "active" || alpha.LastError != nil || alpha.FailedAt != nil || alpha.Checkpoint != (cursorJSON{"0", 0}) {
+	if requests, audit := byName["requests"], byName["audit_trail"]; requests.Mode != "inline" || audit.Mode != "async" {
+		t.Errorf("modes: requests %q, audit_trail %q", requests.Mode, audit.Mode)
+	}
+	if alpha.Mode != "async" || alpha.State != "active" || alpha.LastError != nil || alpha.FailedAt != nil || alpha.Checkpoint != (cursorJSON{"0", 0}) {
 		t.Errorf("alpha: %+v", alpha)
 	}
 	if broken.State != "failed" || broken.FailedAt == nil || *broken.FailedAt != (cursorJSON{"5", 7}) ||
@@ -56,9 +59,12 @@ func TestProjectorStatus(t *testing.T) {
 	if r.code != exitOK || len(lines) != len(got)+1 {
 		t.Fatalf("projector status: %+v", r)
 	}
-	// Aligned: each row's state starts under STATE.
-	col := strings.Index(lines[0], "STATE")
+	// Aligned: each row's state starts under STATE, its mode under MODE.
+	col, modeCol := strings.Index(lines[0], "STATE"), strings.Index(lines[0], "MODE")
 	for _, line := range lines[1:] {
+		if !strings.HasPrefix(line[modeCol:], "async ") && !strings.HasPrefix(line[modeCol:], "inline ") {
+			t.Errorf("mode not under MODE:\n%s", r.stdout)
+		}
 		if !strings.HasPrefix(line[col:], "active ") && !strings.HasPrefix(line[col:], "failed ") {
 			t.Errorf("state not under STATE:\n%s", r.stdout)
 		}
