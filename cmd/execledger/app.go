@@ -50,6 +50,7 @@ func commands() []command {
 		{"migrate", "[--config FILE] [--status]", "apply the embedded schema migrations to DATABASE_URL", runMigrate},
 		{"submit", "TOOL JSON [--run R] [--key K] [--context JSON] [--wait] [--timeout D] [--json]", "submit a tool request (JSON - reads stdin)", runSubmit},
 		{"status", "ID [--json]", "show a request", runStatus},
+		{"audit", "[--principal P] [--tool T] [--since T] [--until T] [--request ID] [--limit N] [--json]", "read the audit trail: decisions and outcomes the caller may see", runAudit},
 		{"projector", "status|retry|rebuild|verify [ARGS]", "the projections' checkpoints, lag and failures (execledger projector help)", runProjector},
 		{"verify", "--replay ID [--config FILE] [--pubkey FILE] [--json]", "run a recorded tier A call again and compare its output digest and fuel with its attestation", runVerify},
 		{"keygen", "[--out FILE]", "write an Ed25519 attestation signing key (FILE, FILE.pub)", runKeygen},

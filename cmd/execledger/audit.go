@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/execledger/execledger/ledger"
+)
+
+const auditUsage = "execledger audit [--principal P] [--tool T] [--since T] [--until T] [--request ID] [--limit N] [--json]"
+
+// queryAuditTrail reads ledger.audit_trail as the caller's login, so its
+// row security decides what the caller sees. auditWhere's conditions go
+// between the two; each names an indexed column directly (no "$1 IS NULL
+// OR …"), so a principal and time range is a range scan of
+// audit_trail_principal_time_idx under any plan, generic or custom.
+const (
+	queryAuditTrail = `SELECT position, tx_id::text, recorded_at, kind, event_type, request_id, principal, tool,
+       run_id, attempt, decision, stage, reason_code, determining_policies, policy_digest, approver,
+       state, tier, error_kind, resources, output_bytes, attestation_digest, attestation_position,
+       request_position
+FROM ledger.audit_trail`
+	queryAuditOrder = ` ORDER BY recorded_at, position`
+)
+
+// auditFilter is what audit's flags select; zero fields select everything.
+type auditFilter struct {
+	principal, tool string
+	since, until    time.Time // [since, until)
+	request         uuid.UUID
+	limit           int // 0: no limit
+}
+
+// auditQuery is the statement and arguments for f. It asks for one row
+// more than the limit, so the caller can tell that more rows match.
+func auditQuery(f auditFilter) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, arg any) {
+		args = append(args, arg)
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
+	}
+	if f.principal != "" {
+		add("principal = $%d", f.principal)
+	}
+	if f.tool != "" {
+		add("tool = $%d", f.tool)
+	}
+	if !f.since.IsZero() {
+		add("recorded_at >= $%d", f.since)
+	}
+	if !f.until.IsZero() {
+		add("recorded_at < $%d", f.until)
+	}
+	if f.request != uuid.Nil {
+		add("request_id = $%d", f.request)
+	}
+	q := queryAuditTrail
+	if len(conds) > 0 {
+		q += "\nWHERE " + strings.Join(conds, " AND ")
+	}
+	q += queryAuditOrder
+	if f.limit > 0 {
+		args = append(args, f.limit+1)
+		q += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	return q, args
+}
+
+// auditRow is one row of ledger.audit_trail; in --json, one line.
+type auditRow struct {
+	Position            int64           `json:"position"`
+	TxID                string          `json:"tx_id"`
+	RecordedAt          time.Time       `json:"recorded_at"`
+	Kind                string          `json:"kind"` // decision or outcome
+	EventType           string          `json:"event_type"`
+	RequestID           uuid.UUID       `json:"request_id"`
+	Principal           string          `json:"principal"`
+	Tool                string          `json:"tool"`
+	RunID               *string         `json:"run_id"`
+	Attempt             *int32          `json:"attempt"`
+	Decision            *string         `json:"decision"`
+	Stage               *string         `json:"stage"`
+	ReasonCode          *string         `json:"reason_code"`
+	DeterminingPolicies []string        `json:"determining_policies"`
+	PolicyDigest        *string         `json:"policy_digest"`
+	Approver            *string         `json:"approver"`
+	State               *string         `json:"state"`
+	Tier                *string         `json:"tier"`
+	ErrorKind           *string         `json:"error_kind"`
+	Resources           json.RawMessage `json:"resources"`
+	OutputBytes         *int64          `json:"output_bytes"`
+	AttestationDigest   *string         `json:"attestation_digest"`
+	AttestationPosition *int64          `json:"attestation_position"`
+	RequestPosition     int64           `json:"request_position"`
+}
+
+func scanAuditRow(row pgx.CollectableRow) (auditRow, error) {
+	var r auditRow
+	err := row.Scan(&r.Position, &r.TxID, &r.RecordedAt, &r.Kind, &r.EventType, &r.RequestID, &r.Principal, &r.Tool,
+		&r.RunID, &r.Attempt, &r.Decision, &r.Stage, &r.ReasonCode, &r.DeterminingPolicies, &r.PolicyDigest, &r.Approver,
+		&r.State, &r.Tier, &r.ErrorKind, &r.Resources, &r.OutputBytes, &r.AttestationDigest, &r.AttestationPosition,
+		&r.RequestPosition)
+	return r, err
+}
+
+func readAuditTrail(ctx context.Context, db ledger.DBTX, f auditFilter) ([]auditRow, error) {
+	q, args := auditQuery(f)
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("audit trail: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanAuditRow)
+	if err != nil {
+		return nil, fmt.Errorf("audit trail: %w", err)
+	}
+	return out, nil
+}
+
+func runAudit(ctx context.Context, e *env, args []string) int {
+	fs, cfgPath := newFlagSet(e, "audit")
+	principal := fs.String("principal", "", "only this principal's rows")
+	tool := fs.String("tool", "", "only this tool's rows")
+	since := fs.String("since", "", "from this time on: RFC 3339, or a duration before now (90m, 24h, 7d)")
+	until := fs.String("until", "", "before this time: RFC 3339, or a duration before now")
+	request := fs.String("request", "", "only this request's rows (its id)")
+	limit := fs.Int("limit", 1000, "at most N rows, the earliest; 0: no limit")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	if _, code, ok := e.parseArgs(fs, args, 0, auditUsage); !ok {
+		return code
+	}
+	f, err := auditFlags(time.Now(), *principal, *tool, *since, *until, *request, *limit)
+	if err != nil {
+		return e.fail(exitUsage, "audit: %v", err)
+	}
+	_, pool, err := e.connect(ctx, *cfgPath)
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	defer pool.Close()
+	rows, err := readAuditTrail(ctx, pool, f)
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	more := f.limit > 0 && len(rows) > f.limit
+	if more {
+		rows = rows[:f.limit]
+	}
+	if code := printAudit(e, rows, *asJSON); code != exitOK {
+		return code
+	}
+	if more {
+		fmt.Fprintf(e.io.err, "execledger: audit: the first %d rows; more match (raise --limit, or narrow --since/--until)\n", f.limit)
+	}
+	return exitOK
+}
+
+// auditFlags checks audit's flags and makes its filter; times relative to now.
+func auditFlags(now time.Time, principal, tool, since, until, request string, limit int) (auditFilter, error) {
+	f := auditFilter{principal: principal, tool: tool, limit: limit}
+	var err error
+	if f.since, err = parseTimeFlag(since, now); err != nil {
+		return f, fmt.Errorf("--since: %w", err)
+	}
+	if f.until, err = parseTimeFlag(until, now); err != nil {
+		return f, fmt.Errorf("--until: %w", err)
+	}
+	if !f.since.IsZero() && !f.until.IsZero() && !f.since.Before(f.until) {
+		return f, fmt.Errorf("--since %s is not before --until %s", f.since.Format(time.RFC3339), f.until.Format(time.RFC3339))
+	}
+	if request != "" {
+		if f.request, err = uuid.Parse(request); err != nil {
+			return f, fmt.Errorf("--request: %q is not a request id (a UUID)", request)
+		}
+	}
+	if limit < 0 {
+		return f, fmt.Errorf("--limit: %d is negative (0 means no limit)", limit)
+	}
+	return f, nil
+}
+
+var errBadTime = errors.New("want an RFC 3339 time (2025-01-31T09:00:00Z) or a duration before now (90m, 24h, 7d)")
+
+// parseTimeFlag reads an RFC 3339 time, or a positive duration meaning
+// that long before now (Go's units, plus d for 24h); "" is the zero time.
+func parseTimeFlag(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n > 365*100 {
+			return time.Time{}, fmt.Errorf("%q: %w", s, errBadTime)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return time.Time{}, fmt.Errorf("%q: %w", s, errBadTime)
+		}
+	}
+	if d <= 0 {
+		return time.Time{}, fmt.Errorf("%q: the duration must be positive (it counts back from now)", s)
+	}
+	return now.Add(-d), nil
+}
+
+func printAudit(e *env, rows []auditRow, asJSON bool) int {
+	if asJSON {
+		enc := json.NewEncoder(e.io.out)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return e.fail(exitError, "%v", err)
+			}
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POSITION\tTIME\tKIND\tPRINCIPAL\tTOOL\tREQUEST\tRESULT\tSTAGE\tREASON\tTIER")
+	for _, r := range rows {
+		result, reason := r.Decision, r.ReasonCode
+		if r.Kind == "outcome" {
+			result, reason = r.State, r.ErrorKind
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Position,
+			r.RecordedAt.UTC().Format("2006-01-02T15:04:05.000Z"), r.Kind, r.Principal, r.Tool, r.RequestID,
+			orDash(result), orDash(r.Stage), orDash(reason), orDash(r.Tier))
+	}
+	if err := tw.Flush(); err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	return exitOK
+}
+
+func orDash(s *string) string {
+	if s == nil || *s == "" {
+		return "-"
+	}
+	return *s
+}
