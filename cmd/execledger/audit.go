@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -113,17 +114,32 @@ func scanAuditRow(row pgx.CollectableRow) (auditRow, error) {
 	return r, err
 }
 
-func readAuditTrail(ctx context.Context, db ledger.DBTX, f auditFilter) ([]auditRow, error) {
+// eachAuditRow calls fn with each row f selects, in order, as they arrive,
+// and reports whether more rows match than f's limit.
+func eachAuditRow(ctx context.Context, db ledger.DBTX, f auditFilter, fn func(auditRow) error) (more bool, err error) {
 	q, args := auditQuery(f)
 	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("audit trail: %w", err)
+		return false, fmt.Errorf("audit trail: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, scanAuditRow)
-	if err != nil {
-		return nil, fmt.Errorf("audit trail: %w", err)
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if n++; f.limit > 0 && n > f.limit {
+			return true, nil
+		}
+		r, err := scanAuditRow(rows)
+		if err != nil {
+			return false, fmt.Errorf("audit trail: %w", err)
+		}
+		if err := fn(r); err != nil {
+			return false, err
+		}
 	}
-	return out, nil
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("audit trail: %w", err)
+	}
+	return false, nil
 }
 
 func runAudit(ctx context.Context, e *env, args []string) int {
@@ -147,16 +163,13 @@ func runAudit(ctx context.Context, e *env, args []string) int {
 		return e.fail(exitError, "%v", err)
 	}
 	defer pool.Close()
-	rows, err := readAuditTrail(ctx, pool, f)
+	p := newAuditPrinter(e.io.out, *asJSON)
+	more, err := eachAuditRow(ctx, pool, f, p.row)
+	if err == nil {
+		err = p.flush()
+	}
 	if err != nil {
 		return e.fail(exitError, "%v", err)
-	}
-	more := f.limit > 0 && len(rows) > f.limit
-	if more {
-		rows = rows[:f.limit]
-	}
-	if code := printAudit(e, rows, *asJSON); code != exitOK {
-		return code
 	}
 	if more {
 		fmt.Fprintf(e.io.err, "execledger: audit: the first %d rows; more match (raise --limit, or narrow --since/--until)\n", f.limit)
@@ -218,31 +231,40 @@ func parseTimeFlag(s string, now time.Time) (time.Time, error) {
 	return now.Add(-d), nil
 }
 
-func printAudit(e *env, rows []auditRow, asJSON bool) int {
+// auditPrinter writes rows as JSON lines, or as a table it aligns at flush.
+type auditPrinter struct {
+	enc *json.Encoder
+	tw  *tabwriter.Writer
+}
+
+func newAuditPrinter(w io.Writer, asJSON bool) *auditPrinter {
 	if asJSON {
-		enc := json.NewEncoder(e.io.out)
-		for _, r := range rows {
-			if err := enc.Encode(r); err != nil {
-				return e.fail(exitError, "%v", err)
-			}
-		}
-		return exitOK
+		return &auditPrinter{enc: json.NewEncoder(w)}
 	}
-	tw := tabwriter.NewWriter(e.io.out, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POSITION\tTIME\tKIND\tPRINCIPAL\tTOOL\tREQUEST\tRESULT\tSTAGE\tREASON\tTIER")
-	for _, r := range rows {
-		result, reason := r.Decision, r.ReasonCode
-		if r.Kind == "outcome" {
-			result, reason = r.State, r.ErrorKind
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Position,
-			r.RecordedAt.UTC().Format("2006-01-02T15:04:05.000Z"), r.Kind, r.Principal, r.Tool, r.RequestID,
-			orDash(result), orDash(r.Stage), orDash(reason), orDash(r.Tier))
+	return &auditPrinter{tw: tw}
+}
+
+func (p *auditPrinter) row(r auditRow) error {
+	if p.enc != nil {
+		return p.enc.Encode(r)
 	}
-	if err := tw.Flush(); err != nil {
-		return e.fail(exitError, "%v", err)
+	result, reason := r.Decision, r.ReasonCode
+	if r.Kind == "outcome" {
+		result, reason = r.State, r.ErrorKind
 	}
-	return exitOK
+	_, err := fmt.Fprintf(p.tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Position,
+		r.RecordedAt.UTC().Format("2006-01-02T15:04:05.000Z"), r.Kind, r.Principal, r.Tool, r.RequestID,
+		orDash(result), orDash(r.Stage), orDash(reason), orDash(r.Tier))
+	return err
+}
+
+func (p *auditPrinter) flush() error {
+	if p.tw != nil {
+		return p.tw.Flush()
+	}
+	return nil
 }
 
 func orDash(s *string) string {
