@@ -1,0 +1,161 @@
+package projector_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/execledger/execledger/ledger"
+	"github.com/execledger/execledger/projector"
+)
+
+// appendOne appends one event as the superuser (who may write any stream)
+// and returns its position.
+func (b bundle) appendOne(t *testing.T, stream, typ string, payload map[string]any) int64 {
+	t.Helper()
+	at, err := b.store.Append(context.Background(), stream, ledger.AnyVersion,
+		ledger.NewEvent{Type: typ, Payload: payload, Metadata: ledger.Metadata{Actor: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at[0].Position
+}
+
+// request appends a tool.requested for principal and returns its stream.
+func (b bundle) request(t *testing.T, id, principal string) string {
+	t.Helper()
+	stream := "request:" + id
+	b.appendOne(t, stream, "tool.requested", map[string]any{"request_id": id, "principal": principal, "tool": "echo",
+		"input": map[string]any{}, "input_digest": "sha256:00"})
+	return stream
+}
+
+// TestReadModelFailsAtTheEventItCannotApply: an event a SQL projection
+// cannot apply (skill.approved of a skill never installed; a payload whose
+// number is not one) stops that projection at exactly that event, with
+// its status, last error and a projection.failed event, while the other
+// projections go on past it; after a repair, retry resumes it.
+func TestReadModelFailsAtTheEventItCannotApply(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.appendOne(t, "skill:acme.ok", "skill.installed", map[string]any{"version": "1.0.0", "publisher": "acme"})
+	for i := range 5 {
+		b.request(t, fmt.Sprintf("00000000-0000-0000-0000-00000000000%d", i), "p1")
+	}
+	badSkill := b.appendOne(t, "skill:acme.ghost", "skill.approved", map[string]any{"approver": "x"})
+	stream := b.request(t, "00000000-0000-0000-0000-0000000000aa", "p2")
+	badQuota := b.appendOne(t, stream, "execution.finished", map[string]any{"state": "succeeded", "resources": map[string]any{"fuel_used": "lots"}})
+	last := b.appendOne(t, "skill:acme.ok", "skill.enabled", map[string]any{})
+
+	e, _ := b.start(t, b.exec.Pool, fast, projector.ReadModels()...)
+	waitFor(t, "skill_status and quota_usage to fail, audit_trail to pass them", func() bool {
+		return statusOf(t, e, "skill_status").State == "failed" && statusOf(t, e, "quota_usage").State == "failed" &&
+			passed(t, e, "audit_trail", last)()
+	})
+	for _, tc := range []struct {
+		name string
+		at   int64
+		typ  string
+		says string
+	}{
+		{"skill_status", badSkill, "skill.approved", "skill.approved on skill acme.ghost before skill.installed"},
+		{"quota_usage", badQuota, "execution.finished", "invalid input syntax for type bigint"},
+	} {
+		s := statusOf(t, e, tc.name)
+		want := fmt.Sprintf("failed at position %d: %s: ", tc.at, tc.typ)
+		if s.FailedAt == nil || s.FailedAt.Position != tc.at || s.FailedType != tc.typ ||
+			!strings.HasPrefix(s.LastError, want) || !strings.Contains(s.LastError, tc.says) {
+			t.Errorf("%s: %+v, want failure at %d (%s) saying %q", tc.name, s, tc.at, tc.typ, tc.says)
+		}
+		if s.Checkpoint.Position >= tc.at {
+			t.Errorf("%s: checkpoint %d passed the failed event %d", tc.name, s.Checkpoint.Position, tc.at)
+		}
+		evs := b.projectionEvents(t, tc.name)
+		if len(evs) != 1 || evs[0]["@type"] != "projection.failed" || evs[0]["position"] != float64(tc.at) {
+			t.Errorf("%s: events %v", tc.name, evs)
+		}
+	}
+	// Everything before the failed event was applied.
+	var status string
+	if err := b.db.Pool.QueryRow(ctx, `SELECT status FROM ledger.skill_status WHERE skill_id = 'acme.ok'`).Scan(&status); err != nil || status != "installed" {
+		t.Errorf("acme.ok: %q, %v", status, err)
+	}
+
+	// A repair (the missing install) and a retry: skill_status resumes at
+	// the event and catches up.
+	mustExec(t, b.db.Pool, `INSERT INTO ledger.skill_status (skill_id, status, stream_version, updated_at) VALUES ('acme.ghost', 'quarantined', 0, now())`)
+	if err := e.Retry(ctx, "skill_status", "ghost installed by hand"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "skill_status to catch up", passed(t, e, "skill_status", last))
+	if err := b.db.Pool.QueryRow(ctx, `SELECT status FROM ledger.skill_status WHERE skill_id = 'acme.ok'`).Scan(&status); err != nil || status != "enabled" {
+		t.Errorf("acme.ok after retry: %q, %v", status, err)
+	}
+	if s := statusOf(t, e, "quota_usage"); s.State != "failed" {
+		t.Errorf("quota_usage recovered without a retry: %+v", s)
+	}
+}
+
+// TestReadModelTableDroppedByHand: a projection whose table is gone fails
+// with the database's own words, serve's engine keeps running, and once
+// the table is back a retry resumes and the model verifies against the
+// log.
+func TestReadModelTableDroppedByHand(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.request(t, "00000000-0000-0000-0000-000000000001", "p1")
+	cfg := fast
+	cfg.Logger = testLogger(t)
+	e, _ := b.start(t, b.exec.Pool, cfg, projector.ReadModels()...)
+	first := b.appendOne(t, "policy", "policy.published", map[string]any{})
+	waitFor(t, "quota_usage to catch up", caughtUp(t, e, "quota_usage", first))
+
+	mustExec(t, b.db.Pool, `ALTER TABLE ledger.quota_usage_buckets RENAME TO quota_usage_buckets_away`)
+	stream := b.request(t, "00000000-0000-0000-0000-000000000002", "p1")
+	at := b.appendOne(t, stream, "policy.decided", map[string]any{"decision": "allow", "stage": "allow"})
+	waitFor(t, "quota_usage to fail", func() bool { return statusOf(t, e, "quota_usage").State == "failed" })
+	s := statusOf(t, e, "quota_usage")
+	if !strings.Contains(s.LastError, `relation "quota_usage_buckets" does not exist`) || s.FailedAt == nil || s.FailedAt.Position >= at+1 {
+		t.Errorf("quota_usage with its table gone: %+v", s)
+	}
+
+	mustExec(t, b.db.Pool, `ALTER TABLE ledger.quota_usage_buckets_away RENAME TO quota_usage_buckets`)
+	if err := e.Retry(ctx, "quota_usage", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "quota_usage to catch up", passed(t, e, "quota_usage", at))
+	checks, err := projector.Verify(ctx, b.db.Pool, "quota_usage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if !c.OK() {
+			t.Errorf("%s: %s", c.Table, c.FirstDifference)
+		}
+	}
+	var allowed int
+	if err := b.db.Pool.QueryRow(ctx, `SELECT calls_allowed FROM ledger.quota_usage WHERE principal = 'p1'`).Scan(&allowed); err != nil || allowed != 1 {
+		t.Errorf("p1 allowed %d, %v", allowed, err)
+	}
+}
+
+// passed: projection name has applied the event at pos and is not behind
+// (the projection.* events a failure and a retry append come after it).
+func passed(t *testing.T, e *projector.Engine, name string, pos int64) func() bool {
+	return func() bool {
+		s := statusOf(t, e, name)
+		return s.Checkpoint.Position >= pos && s.EventsBehind == 0
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, nil))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
