@@ -23,6 +23,7 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/processrun"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/sandbox/wasmrun"
+	"github.com/execledger/execledger/ledger"
 	"github.com/execledger/execledger/migrations"
 	"github.com/execledger/execledger/projector"
 )
@@ -262,7 +263,7 @@ func processTools(ctx context.Context, p config.Process, pool *pgxpool.Pool, log
 	}
 	var bg processrun.BackgroundConfig
 	if p.Background {
-		bg = processrun.BackgroundConfig{Pool: pool, MaxProcesses: p.MaxBackground, MaxPerRun: p.MaxBackgroundPerRun,
+		bg = processrun.BackgroundConfig{Recorder: ledger.NewProcesses(pool), MaxProcesses: p.MaxBackground, MaxPerRun: p.MaxBackgroundPerRun,
 			Logger: logger.With(slog.String("component", "process.run"))}
 	}
 	pr, err := processrun.New(processrun.Config{

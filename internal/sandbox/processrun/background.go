@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sys/unix"
 
 	"github.com/execledger/execledger/executor"
@@ -21,11 +20,11 @@ import (
 )
 
 // BackgroundConfig configures background processes (process.run with
-// "background"). Without a Pool they are refused (capability_denied).
+// "background"). Without a Recorder they are refused (capability_denied).
 type BackgroundConfig struct {
-	// Pool connects to the ledger as a ledger_executor login: handles are
-	// events on stream process:<handle> and rows of ledger.processes.
-	Pool *pgxpool.Pool
+	// Recorder records them in the ledger: handles are events on stream
+	// process:<handle> and rows of ledger.processes.
+	Recorder Recorder
 	// MaxProcesses bounds the background processes this executor process
 	// supervises at once; 0 means 16.
 	MaxProcesses int
@@ -165,9 +164,7 @@ func (b *background) start(ctx context.Context, call executor.Call, plan *procin
 	b.procs[p.handle] = p
 	b.mu.Unlock()
 
-	var running int
-	err := b.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger.processes WHERE principal = $1 AND run_id = $2 AND state = 'running'`,
-		call.Principal, call.RunID).Scan(&running)
+	running, err := b.cfg.Recorder.CountRunning(ctx, call.Principal, call.RunID)
 	if err == nil && running >= b.cfg.MaxPerRun {
 		b.forget(p)
 		l.abort()
@@ -176,7 +173,7 @@ func (b *background) start(ctx context.Context, call executor.Call, plan *procin
 	if err != nil {
 		b.forget(p)
 		l.abort()
-		return failure(KindSpawnFailed, "background processes: ledger: "+err.Error())
+		return failure(KindSpawnFailed, "background processes: "+err.Error())
 	}
 
 	l.record = p.record
@@ -308,64 +305,17 @@ func (b *background) meta(p *bgProc) ledger.Metadata {
 	return ledger.Metadata{Actor: b.me.String(), CorrelationID: p.requestID.String()}
 }
 
-// recordStarted records process.started and the row, together
+// recordStarted records process.started, and with it the row
 // (ledger.process_start checks that this executor's login holds the call).
 func (b *background) recordStarted(p *bgProc, plan *procinput.Plan, pid int, start uint64, begun, expires time.Time) error {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	payload := map[string]any{
-		"handle": p.handle, "request_id": p.requestID, "principal": p.principal, "run_id": p.runID,
-		"mode": p.mode, "tier": b.t.cfg.Tier, "executor": b.t.Executor(), "command": plan.Command, "args": plan.Args,
-		"pid": pid, "pid_start": start, "owner": b.me.String(),
-		"started_at": begun.UTC(), "expires_at": expires.UTC(), "lifetime_ms": plan.Timeout.Milliseconds(),
-	}
-	ev, meta, err := ledger.NewEvent{Type: "process.started", Payload: payload, Metadata: b.meta(p)}.Encode()
-	if err != nil {
-		return err
-	}
-	_, err = b.cfg.Pool.Exec(ctx, `SELECT ledger.process_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		p.handle, p.requestID, p.mode, b.t.cfg.Tier, plan.Command, b.me.String(), pid, int64(start), begun, expires, ev, meta)
-	return err
-}
-
-// processChange is how a process's row changes with the events recorded
-// for it; the zero value changes nothing.
-type processChange struct {
-	stopRequest uuid.UUID // process.stop_requested: the stop request this executor holds
-	state       string    // "ended" or "lost"; "" for none
-	endReason   string
-	exitCode    *int
-	signal      int
-	result      any
-}
-
-// appendProcess appends events to h's stream and applies change, under
-// the row's lock (ledger.process_record), so that writers of one stream
-// (supervisor, process.stop, orphan recovery) take turns. It returns the
-// state the process was in.
-func (b *background) appendProcess(ctx context.Context, h uuid.UUID, evs []ledger.NewEvent, change processChange) (string, error) {
-	types := make([]string, len(evs))
-	payloads := make([]string, len(evs))
-	metas := make([]string, len(evs))
-	for i, ev := range evs {
-		p, m, err := ev.Encode()
-		if err != nil {
-			return "", err
-		}
-		types[i], payloads[i], metas[i] = ev.Type, p, m
-	}
-	var stop *uuid.UUID
-	if change.stopRequest != uuid.Nil {
-		stop = &change.stopRequest
-	}
-	var state *string
-	if change.state != "" {
-		state = &change.state
-	}
-	var was string
-	err := b.cfg.Pool.QueryRow(ctx, `SELECT ledger.process_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`,
-		h, types, payloads, metas, stop, state, strp(change.endReason), change.exitCode, change.signal, change.result).Scan(&was)
-	return was, err
+	return b.cfg.Recorder.Start(ctx, ledger.ProcessStarted{
+		Handle: p.handle, RequestID: p.requestID, Principal: p.principal, RunID: p.runID,
+		Mode: p.mode, Tier: b.t.cfg.Tier, Executor: b.t.Executor(), Command: plan.Command, Args: plan.Args,
+		PID: pid, PIDStart: start, Owner: b.me.String(),
+		StartedAt: begun, ExpiresAt: expires, LifetimeMS: plan.Timeout.Milliseconds(),
+	}, b.meta(p))
 }
 
 // flush appends p's queued events, retrying until they are written or
@@ -380,7 +330,7 @@ func (b *background) flush(ctx context.Context, p *bgProc) {
 		nes[i] = ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: b.meta(p)}
 	}
 	b.retry(ctx, "append process events", func(ctx context.Context) error {
-		_, err := b.appendProcess(ctx, p.handle, nes, processChange{})
+		_, err := b.cfg.Recorder.Record(ctx, p.handle, uuid.Nil, nes...)
 		return err
 	})
 }
@@ -404,8 +354,8 @@ func (b *background) retry(ctx context.Context, what string, f func(context.Cont
 	}
 }
 
-// recordEnded writes the events still queued, then process.ended and the
-// row's final state. It keeps trying for a minute past shutdown: losing the
+// recordEnded writes the events still queued, then process.ended, which
+// ends the row. It keeps trying for a minute past shutdown: losing the
 // end of a process would leave it "running" in the ledger.
 func (b *background) recordEnded(p *bgProc, o outcome, res executor.Result) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), time.Minute)
@@ -448,8 +398,7 @@ func (b *background) recordEnded(p *bgProc, o outcome, res executor.Result) {
 	}
 	ev := ledger.NewEvent{Type: "process.ended", Payload: json.RawMessage(raw), Metadata: b.meta(p)}
 	b.retry(ctx, "record process.ended", func(ctx context.Context) error {
-		_, err := b.appendProcess(ctx, p.handle, []ledger.NewEvent{ev},
-			processChange{state: "ended", endReason: reason, exitCode: &code, signal: sig, result: json.RawMessage(raw)})
+		_, err := b.cfg.Recorder.Record(ctx, p.handle, uuid.Nil, ev)
 		return err
 	})
 }
@@ -520,36 +469,19 @@ func (b *background) pollStops() {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 	defer cancel()
-	rows, err := b.cfg.Pool.Query(ctx, `SELECT p.handle, p.stop_requested_at IS NOT NULL
-FROM ledger.processes p LEFT JOIN ledger.runs r USING (principal, run_id)
-WHERE p.owner = $1 AND p.state = 'running'
-  AND (p.stop_requested_at IS NOT NULL OR (p.mode = 'run_owned' AND r.ended_at IS NOT NULL))`, b.me.String())
+	stops, err := b.cfg.Recorder.ToStop(ctx, b.me.String())
 	if err != nil {
 		if b.ctx.Err() == nil {
 			b.logger.Warn("background processes: poll failed", slog.Any("error", err))
 		}
 		return
 	}
-	type stopReq struct {
-		h         uuid.UUID
-		requested bool
-	}
-	var reqs []stopReq
-	for rows.Next() {
-		var r stopReq
-		if err := rows.Scan(&r.h, &r.requested); err != nil {
-			rows.Close()
-			return
-		}
-		reqs = append(reqs, r)
-	}
-	rows.Close()
-	for _, r := range reqs {
+	for _, s := range stops {
 		cause := errRunEnded
-		if r.requested {
+		if s.StopRequested {
 			cause = errStopRequested
 		}
-		b.signal(r.h, cause)
+		b.signal(s.Handle, cause)
 	}
 }
 
@@ -602,33 +534,15 @@ func (b *background) close(ctx context.Context) error {
 func (b *background) recoverOrphans(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rows, err := b.cfg.Pool.Query(ctx, `SELECT handle, owner, pid, pid_start, request_id FROM ledger.processes
-WHERE state = 'running' AND owner <> $1 AND owner LIKE $2`, b.me.String(), likePrefix(b.me.host)+"/%")
+	found, err := b.cfg.Recorder.Running(ctx, b.me.host+"/", b.me.String())
 	if err != nil {
 		if ctx.Err() == nil {
 			b.logger.Warn("background processes: orphan scan failed", slog.Any("error", err))
 		}
 		return
 	}
-	type row struct {
-		h     uuid.UUID
-		owner string
-		pid   int
-		start int64
-		req   uuid.UUID
-	}
-	var found []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.h, &r.owner, &r.pid, &r.start, &r.req); err != nil {
-			rows.Close()
-			return
-		}
-		found = append(found, r)
-	}
-	rows.Close()
 	for _, r := range found {
-		owner, err := parseIdentity(r.owner)
+		owner, err := parseIdentity(r.Owner)
 		if err != nil {
 			continue
 		}
@@ -636,36 +550,23 @@ WHERE state = 'running' AND owner <> $1 AND owner LIKE $2`, b.me.String(), likeP
 			continue // its executor lives: its own supervisor accounts for it
 		}
 		killed := 0
-		if owner.boot == b.me.boot && alive(r.pid, uint64(r.start)) {
-			killed = killTree(r.pid, uint64(r.start))
+		if owner.boot == b.me.boot && alive(r.PID, r.PIDStart) {
+			killed = killTree(r.PID, r.PIDStart)
 		}
-		typ, state, reason := "process.lost", "lost", EndLostWithOwner
+		typ, reason := "process.lost", EndLostWithOwner
 		if killed > 0 {
-			typ, state, reason = "process.ended", "ended", EndOrphaned
+			typ, reason = "process.ended", EndOrphaned
 		}
-		payload := map[string]any{"handle": r.h, "end_reason": reason, "owner": r.owner, "recovered_by": b.me.String(),
+		payload := map[string]any{"handle": r.Handle, "end_reason": reason, "owner": r.Owner, "recovered_by": b.me.String(),
 			"processes_killed": killed, "rebooted": owner.boot != b.me.boot}
-		ev := ledger.NewEvent{Type: typ, Payload: payload, Metadata: ledger.Metadata{Actor: b.me.String(), CorrelationID: r.req.String()}}
-		_, err = b.appendProcess(ctx, r.h, []ledger.NewEvent{ev}, processChange{state: state, endReason: reason, result: payload})
-		if err != nil {
-			b.logger.Warn("background processes: recording an orphan failed", slog.String("handle", r.h.String()), slog.Any("error", err))
+		ev := ledger.NewEvent{Type: typ, Payload: payload, Metadata: ledger.Metadata{Actor: b.me.String(), CorrelationID: r.RequestID.String()}}
+		if _, err := b.cfg.Recorder.Record(ctx, r.Handle, uuid.Nil, ev); err != nil {
+			b.logger.Warn("background processes: recording an orphan failed", slog.String("handle", r.Handle.String()), slog.Any("error", err))
 			continue
 		}
-		b.logger.Warn("background process of a dead executor accounted for", slog.String("handle", r.h.String()),
-			slog.String("owner", r.owner), slog.String("end_reason", reason), slog.Int("killed", killed))
+		b.logger.Warn("background process of a dead executor accounted for", slog.String("handle", r.Handle.String()),
+			slog.String("owner", r.Owner), slog.String("end_reason", reason), slog.Int("killed", killed))
 	}
-}
-
-// likePrefix escapes s for a LIKE pattern.
-func likePrefix(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' || s[i] == '_' || s[i] == '\\' {
-			out = append(out, '\\')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
 }
 
 // killTree SIGKILLs the process pid (if it is still the one that started

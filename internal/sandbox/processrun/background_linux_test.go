@@ -22,6 +22,7 @@ import (
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
 )
 
 // bgEnv is a tool with background processes on a fresh ledger.
@@ -38,7 +39,7 @@ func newBackgroundTool(t *testing.T, tier string, pol procinput.Policy, mod ...f
 	execRole := db.LoginRole(t, "", "ledger_executor")
 	e := &bgEnv{db: db, alice: db.LoginRole(t, "alice", "ledger_submitter"), exec: execRole}
 	e.tool = newTool(t, tier, pol, append([]func(*Config){func(c *Config) {
-		c.Background = BackgroundConfig{Pool: execRole.Pool, Poll: 50 * time.Millisecond, StartupCheck: 100 * time.Millisecond}
+		c.Background = BackgroundConfig{Recorder: ledger.NewProcesses(execRole.Pool), Poll: 50 * time.Millisecond, StartupCheck: 100 * time.Millisecond}
 		c.KillGrace = 200 * time.Millisecond
 	}}, mod...)...)
 	t.Cleanup(func() {
@@ -396,7 +397,7 @@ VALUES ($1, 'alice', 'r', $2, 'run_owned', 'B', 'sleep', $3, $6, $4, $5, now(), 
 			t.Fatal(err)
 		}
 	}
-	tool := newTool(t, "B", procinput.Policy{}, func(c *Config) { c.Background = BackgroundConfig{Pool: execRole.Pool} })
+	tool := newTool(t, "B", procinput.Policy{}, func(c *Config) { c.Background = BackgroundConfig{Recorder: ledger.NewProcesses(execRole.Pool)} })
 	t.Cleanup(func() { _ = tool.Close(context.Background()) })
 	select {
 	case <-waited:

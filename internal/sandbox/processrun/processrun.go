@@ -201,7 +201,7 @@ func New(cfg Config) (*Tool, error) {
 		return nil, fmt.Errorf("processrun: seccomp: %w", err)
 	}
 	t := &Tool{cfg: cfg, filter: f, red: cfg.Redactor}
-	if cfg.Background.Pool != nil {
+	if cfg.Background.Recorder != nil {
 		if t.bg, err = newBackground(t, cfg.Background); err != nil {
 			return nil, err
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/procinput"
@@ -135,25 +134,17 @@ type processStatus struct {
 	Stderr *string `json:"stderr,omitempty"`
 }
 
-var errNoHandle = errors.New("no such handle in this run")
-
-// lookup reads h's row if it belongs to principal's run.
-func (pt *ProcessTool) lookup(ctx context.Context, db ledger.DBTX, h uuid.UUID, principal, run string) (processStatus, string, error) {
-	const q = `SELECT handle, state, mode, tier, command, run_id, request_id, started_at, expires_at, stop_requested_at IS NOT NULL,
-    ended_at, end_reason, exit_code, signal, result, owner
-FROM ledger.processes WHERE handle = $1 AND principal = $2 AND run_id = $3`
-	var s processStatus
-	var owner string
-	var result []byte
-	err := db.QueryRow(ctx, q, h, principal, run).Scan(&s.Handle, &s.State, &s.Mode, &s.Tier, &s.Command, &s.RunID, &s.RequestID,
-		&s.StartedAt, &s.ExpiresAt, &s.StopRequested, &s.EndedAt, &s.EndReason, &s.ExitCode, &s.Signal, &result, &owner)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s, "", errNoHandle
+// lookup reads h's row if it belongs to principal's run; an error
+// matching ledger.ErrNotFound if it does not.
+func (pt *ProcessTool) lookup(ctx context.Context, h uuid.UUID, principal, run string) (processStatus, string, error) {
+	p, err := pt.b.cfg.Recorder.Get(ctx, h, principal, run)
+	if err != nil {
+		return processStatus{}, "", err
 	}
-	if len(result) > 0 {
-		s.Result = result
-	}
-	return s, owner, err
+	return processStatus{Handle: p.Handle, State: string(p.State), Mode: p.Mode, Tier: p.Tier, Command: p.Command,
+		RunID: p.RunID, RequestID: p.RequestID, StartedAt: p.StartedAt, ExpiresAt: p.ExpiresAt,
+		StopRequested: p.StopRequestedAt != nil, EndedAt: p.EndedAt, EndReason: p.EndReason, ExitCode: p.ExitCode,
+		Signal: p.Signal, Result: p.Result}, p.Owner, nil
 }
 
 // live adds the output so far of a process this executor supervises.
@@ -188,12 +179,12 @@ func (pt *ProcessTool) Run(ctx context.Context, call executor.Call) executor.Res
 		return failure(procinput.KindCapabilityDenied, pt.Name()+" addresses the background processes of the caller's run: submit it with that run_id")
 	}
 	denied := failure(procinput.KindCapabilityDenied, fmt.Sprintf("run %s has no background process with handle %s", call.RunID, h))
-	s, owner, err := pt.lookup(ctx, pt.b.cfg.Pool, h, call.Principal, call.RunID)
-	if errors.Is(err, errNoHandle) {
+	s, owner, err := pt.lookup(ctx, h, call.Principal, call.RunID)
+	if errors.Is(err, ledger.ErrNotFound) {
 		return denied
 	}
 	if err != nil {
-		return failure(KindRuntimeFailure, "ledger: "+err.Error())
+		return failure(KindRuntimeFailure, err.Error())
 	}
 	if pt.stop && s.State == "running" {
 		if s, err = pt.stopProcess(ctx, call, h, owner); err != nil {
@@ -218,17 +209,16 @@ func (pt *ProcessTool) Run(ctx context.Context, call executor.Call) executor.Res
 // executor is gone) and waits for its end to be recorded.
 func (pt *ProcessTool) stopProcess(ctx context.Context, call executor.Call, h uuid.UUID, owner string) (processStatus, error) {
 	b := pt.b
-	s, _, err := pt.lookup(ctx, b.cfg.Pool, h, call.Principal, call.RunID)
+	s, _, err := pt.lookup(ctx, h, call.Principal, call.RunID)
 	if err != nil {
 		return processStatus{}, err
 	}
 	if s.State == "running" && !s.StopRequested {
 		// ledger.process_record checks that this executor's login holds
 		// this stop request, of the process's principal and run.
-		_, err = b.appendProcess(ctx, h, []ledger.NewEvent{{Type: "process.stop_requested", Payload: map[string]any{
+		_, err = b.cfg.Recorder.Record(ctx, h, call.RequestID, ledger.NewEvent{Type: "process.stop_requested", Payload: map[string]any{
 			"handle": h, "request_id": call.RequestID, "principal": call.Principal, "run_id": call.RunID},
-			Metadata: ledger.Metadata{Actor: b.me.String(), CorrelationID: call.RequestID.String()}}},
-			processChange{stopRequest: call.RequestID})
+			Metadata: ledger.Metadata{Actor: b.me.String(), CorrelationID: call.RequestID.String()}})
 		if err != nil {
 			return processStatus{}, err
 		}
@@ -244,7 +234,7 @@ func (pt *ProcessTool) stopProcess(ctx context.Context, call executor.Call, h uu
 	defer tick.Stop()
 	deadline := time.After(b.t.cfg.KillGrace + 2*b.cfg.Poll + 10*time.Second)
 	for {
-		s, _, err := pt.lookup(ctx, b.cfg.Pool, h, call.Principal, call.RunID)
+		s, _, err := pt.lookup(ctx, h, call.Principal, call.RunID)
 		if err != nil || s.State != "running" {
 			return s, err
 		}
