@@ -69,27 +69,37 @@ type quotaRow struct {
 
 // queryQuotaUsage reads the whole quota projection in one statement: the
 // principal table (one row per principal) ranked by calls requested and
-// grouped into the top $1 and "other", and the denials table summed per
-// label and reason. A real principal named "other" is folded into the
-// same group, so no label is ever reported twice.
-const queryQuotaUsage = `WITH labelled AS (
+// grouped into the top $1 and $2 (other), and the denials table summed per
+// principal and reason, then per label. A real principal named "other" is
+// folded into the same group, so no label is ever reported twice.
+//
+// Its cost is a scan of both tables: quota_denials has a row per run and
+// reason with denials, about 0.2 s per million rows. Summing per principal
+// before joining keeps the join as small as the principal table.
+const queryQuotaUsage = `WITH labelled AS MATERIALIZED (
     SELECT CASE WHEN row_number() OVER (ORDER BY u.calls_requested DESC, u.principal) <= $1
                 THEN u.principal ELSE $2 END AS label,
            u.*
     FROM ledger.quota_usage u
+), usage AS (
+    SELECT label, sum(calls_allowed)::bigint AS calls_allowed, sum(calls_denied)::bigint AS calls_denied,
+           sum(budget_exhausted)::bigint AS budget_exhausted, sum(fuel)::bigint AS fuel,
+           sum(cpu_ms)::bigint AS cpu_ms, sum(wall_ms)::bigint AS wall_ms, sum(output_bytes)::bigint AS output_bytes,
+           sum(egress_connections)::bigint AS egress_connections, sum(egress_refused)::bigint AS egress_refused,
+           sum(egress_bytes)::bigint AS egress_bytes, count(*) AS principals
+    FROM labelled
+    GROUP BY label
 ), denials AS (
-    SELECT l.label, d.reason, sum(d.denied)::bigint AS denied
-    FROM ledger.quota_denials d
-    JOIN labelled l ON l.principal = d.principal
-    GROUP BY l.label, d.reason
+    SELECT label, jsonb_object_agg(reason, denied) AS by_reason
+    FROM (SELECT l.label, d.reason, sum(d.denied)::bigint AS denied
+          FROM (SELECT principal, reason, sum(denied) AS denied FROM ledger.quota_denials GROUP BY principal, reason) d
+          JOIN labelled l USING (principal)
+          GROUP BY l.label, d.reason) per_reason
+    GROUP BY label
 )
-SELECT l.label, sum(l.calls_allowed)::bigint, sum(l.calls_denied)::bigint, sum(l.budget_exhausted)::bigint,
-       sum(l.fuel)::bigint, sum(l.cpu_ms)::bigint, sum(l.wall_ms)::bigint, sum(l.output_bytes)::bigint,
-       sum(l.egress_connections)::bigint, sum(l.egress_refused)::bigint, sum(l.egress_bytes)::bigint,
-       count(*),
-       coalesce((SELECT jsonb_object_agg(d.reason, d.denied) FROM denials d WHERE d.label = l.label), '{}')
-FROM labelled l
-GROUP BY l.label`
+SELECT u.label, u.calls_allowed, u.calls_denied, u.budget_exhausted, u.fuel, u.cpu_ms, u.wall_ms, u.output_bytes,
+       u.egress_connections, u.egress_refused, u.egress_bytes, u.principals, coalesce(d.by_reason, '{}')
+FROM usage u LEFT JOIN denials d USING (label)`
 
 func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.calls, c.denials, c.exhausted, c.fuel, c.cpu, c.wall, c.output,
