@@ -190,12 +190,19 @@ CREATE SCHEMA IF NOT EXISTS ledger_rebuild;
 REVOKE ALL ON SCHEMA ledger_rebuild FROM PUBLIC;
 
 -- events_between is the batch an apply function reads: the events after
--- one read_all cursor up to and including another, of the given types.
+-- one read_all cursor up to and including another, of the given types,
+-- with payload and metadata parsed once (jsonb): json's operators parse
+-- the text again at every field taken.
+CREATE TYPE ledger.projected_event AS (
+    tx_id xid8, "position" bigint, stream text, version bigint, type text, payload jsonb, metadata jsonb,
+    recorded_at timestamptz
+);
 CREATE FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[])
-RETURNS SETOF ledger.events
+RETURNS SETOF ledger.projected_event
 LANGUAGE sql STABLE
 AS $$
-    SELECT e.* FROM ledger.events e
+    SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.payload::jsonb, e.metadata::jsonb, e.recorded_at
+    FROM ledger.events e
     WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
       AND e.type = ANY(p_types)
 $$;
@@ -214,7 +221,7 @@ RETURNS bigint
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v      ledger.events[];
+    v      ledger.projected_event[];
     n_ids  bigint;
     n_rows bigint;
     v_bad  text;
@@ -368,8 +375,7 @@ RETURNS bigint
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v     ledger.events[];
-    v_bad text;
+    v ledger.projected_event[];
 BEGIN
     v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
                    ARRAY['policy.decided', 'approval.granted', 'approval.denied', 'execution.finished',
@@ -378,13 +384,6 @@ BEGIN
                ORDER BY e.tx_id, e.position);
     IF cardinality(v) = 0 THEN
         RETURN 0;
-    END IF;
-
-    SELECT e.stream INTO v_bad FROM unnest(v) e
-    WHERE NOT EXISTS (SELECT 1 FROM ledger.events r WHERE r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested')
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'ledger.apply_audit_trail: stream % has no tool.requested', v_bad USING ERRCODE = 'data_exception';
     END IF;
 
     INSERT INTO audit_trail (position, tx_id, recorded_at, kind, event_type, request_id, principal, tool, run_id, attempt,
@@ -399,8 +398,8 @@ BEGIN
            CASE WHEN e.type = 'policy.decided' THEN e.payload ->> 'stage'
                 WHEN e.type LIKE 'approval.%' THEN 'approval' END,
            CASE WHEN e.type IN ('policy.decided', 'approval.granted', 'approval.denied') THEN e.payload ->> 'reason_code' END,
-           CASE WHEN e.type = 'policy.decided' AND json_typeof(e.payload -> 'determining_policies') = 'array'
-                THEN ARRAY(SELECT json_array_elements_text(e.payload -> 'determining_policies')) END,
+           CASE WHEN e.type = 'policy.decided' AND jsonb_typeof(e.payload -> 'determining_policies') = 'array'
+                THEN ARRAY(SELECT jsonb_array_elements_text(e.payload -> 'determining_policies')) END,
            CASE WHEN e.type = 'policy.decided' THEN e.payload ->> 'policy_digest' END,
            CASE WHEN e.type LIKE 'approval.%' THEN e.payload ->> 'approver' END,
            CASE WHEN k.kind = 'outcome' THEN
@@ -415,13 +414,15 @@ BEGIN
                        WHEN 'request.cancelled' THEN 'cancelled'
                        WHEN 'lease.expired' THEN coalesce(e.payload ->> 'error_kind',
                            CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'outcome_unknown' END) END,
-           CASE WHEN e.type = 'execution.finished' AND json_typeof(e.payload -> 'resources') = 'object'
+           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'resources') = 'object'
                 THEN (e.payload -> 'resources')::jsonb END,
-           CASE WHEN e.type = 'execution.finished' AND json_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
+           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
                 THEN octet_length((e.payload -> 'output')::text) END,
            r.position
     FROM unnest(v) e
-    JOIN ledger.events r ON r.stream = e.stream AND r.version = 1
+    -- A stream without its tool.requested leaves principal NULL: the
+    -- insert fails, naming the column, rather than skip the event.
+    LEFT JOIN ledger.events r ON r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
     CROSS JOIN LATERAL (
         SELECT 'decision' AS kind WHERE e.type IN ('policy.decided', 'approval.granted', 'approval.denied')
         UNION ALL
@@ -476,7 +477,7 @@ BEGIN
            CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'cpu_ms')::bigint,
                coalesce((e.payload -> 'resources' ->> 'cpu_user_ms')::bigint, 0) + coalesce((e.payload -> 'resources' ->> 'cpu_sys_ms')::bigint, 0)) ELSE 0 END,
            CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'wall_ms')::bigint, 0) ELSE 0 END,
-           CASE WHEN e.type = 'execution.finished' AND json_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
+           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
                 THEN octet_length((e.payload -> 'output')::text) ELSE 0 END,
            (e.type = 'egress.connection' AND (e.payload ->> 'allowed')::boolean)::int,
            (e.type = 'egress.connection' AND NOT (e.payload ->> 'allowed')::boolean)::int,
@@ -718,13 +719,17 @@ BEGIN
     IF NOT FOUND OR cardinality(p.tables) = 0 THEN
         RAISE EXCEPTION 'ledger.projection_rebuild_begin: no SQL projection %', p_name USING ERRCODE = 'no_data_found';
     END IF;
-    IF p.rebuild_tx_id IS NOT NULL AND NOT EXISTS (
+    -- Shadow tables are unlogged (a rebuild writes each row twice, once
+    -- there and once in the swap), and PostgreSQL empties unlogged tables
+    -- when it recovers from a crash: a rebuild begun before the server
+    -- last started is begun again.
+    IF p.rebuild_tx_id IS NOT NULL AND p.rebuild_started_at > pg_postmaster_start_time() AND NOT EXISTS (
         SELECT 1 FROM unnest(p.tables) x WHERE to_regclass(format('ledger_rebuild.%I', x)) IS NULL) THEN
         RETURN 'resumed';
     END IF;
     FOREACH t IN ARRAY p.tables LOOP
         EXECUTE format('DROP TABLE IF EXISTS ledger_rebuild.%I', t);
-        EXECUTE format('CREATE TABLE ledger_rebuild.%I (LIKE ledger.%I INCLUDING ALL)', t, t);
+        EXECUTE format('CREATE UNLOGGED TABLE ledger_rebuild.%I (LIKE ledger.%I INCLUDING ALL)', t, t);
     END LOOP;
     UPDATE ledger.projections
     SET rebuild_tx_id = '0', rebuild_position = 0, rebuild_applied = 0, rebuild_started_at = clock_timestamp()
@@ -756,18 +761,21 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_rebuild_step: no rebuild of % in progress', p_name
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    SELECT e.tx_id, e.position INTO v_to
-    FROM (SELECT e.tx_id, e.position FROM ledger.events e
+    IF p.rebuild_started_at <= pg_postmaster_start_time() THEN
+        RAISE EXCEPTION 'ledger.projection_rebuild_step: PostgreSQL restarted during the rebuild of %, whose unlogged shadow tables may have been emptied', p_name
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'run the rebuild again: it begins anew';
+    END IF;
+    SELECT e.tx_id, e.position, e.n INTO v_to
+    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
           WHERE (e.tx_id, e.position) > (p.rebuild_tx_id, p.rebuild_position) AND e.tx_id < v_horizon
           ORDER BY e.tx_id, e.position LIMIT p_max) e
-    ORDER BY e.tx_id DESC, e.position DESC LIMIT 1;
+    ORDER BY e.n DESC LIMIT 1;
     SELECT max(e.position) INTO head FROM ledger.events e;
     IF v_to IS NULL THEN
         RETURN QUERY SELECT p.rebuild_tx_id::text, p.rebuild_position, p.rebuild_applied, coalesce(head, 0), true;
         RETURN;
     END IF;
-    SELECT count(*) INTO v_count FROM ledger.events e
-    WHERE (e.tx_id, e.position) > (p.rebuild_tx_id, p.rebuild_position) AND (e.tx_id, e.position) <= (v_to.tx_id, v_to.position);
+    v_count := v_to.n;
     PERFORM set_config('search_path', 'pg_catalog, ledger_rebuild, ledger, pg_temp', true);
     n := ledger.projection_apply(p_name, p.rebuild_tx_id, p.rebuild_position, v_to.tx_id, v_to.position);
     PERFORM set_config('search_path', 'pg_catalog, ledger, pg_temp', true);
@@ -803,6 +811,10 @@ BEGIN
     IF NOT FOUND OR p.rebuild_tx_id IS NULL THEN
         RAISE EXCEPTION 'ledger.projection_rebuild_swap: no rebuild of % in progress', p_name
             USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF p.rebuild_started_at <= pg_postmaster_start_time() THEN
+        RAISE EXCEPTION 'ledger.projection_rebuild_swap: PostgreSQL restarted during the rebuild of %, whose unlogged shadow tables may have been emptied', p_name
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'run the rebuild again: it begins anew';
     END IF;
     FOREACH t IN ARRAY p.tables LOOP
         IF to_regclass(format('ledger_rebuild.%I', t)) IS NULL THEN
