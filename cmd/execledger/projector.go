@@ -18,8 +18,8 @@ func projectorCommands() []command {
 	return []command{
 		{"status", "[--json]", "every projection: mode, checkpoint, lag, state, last error", runProjectorStatus},
 		{"retry", "NAME [--note TEXT]", "resume a failed projection at the event it failed on, recording projection.retried", runProjectorRetry},
-		{"rebuild", "NAME", "rebuild a read model into shadow tables from the start of the log, then swap", nil},
-		{"verify", "[NAME]", "rebuild into scratch tables and compare every row with the live tables", nil},
+		{"rebuild", "NAME [--batch N] [--abort]", "rebuild a read model into shadow tables from the start of the log while the live ones serve, then swap them in atomically; interrupted, it resumes", runProjectorRebuild},
+		{"verify", "[NAME] [--json]", "rebuild into scratch tables and compare every row with the live tables; exit 3 when one differs", runProjectorVerify},
 	}
 }
 
