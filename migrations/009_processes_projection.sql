@@ -40,10 +40,11 @@ AS $$
 DECLARE
     v ledger.events[];
 BEGIN
-    v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                   ARRAY['process.started', 'process.stop_requested', 'egress.connection', 'process.ended',
-                         'process.lost', 'process.owner_role_recorded']) e
-               WHERE e.stream LIKE 'process:%'
+    v := ARRAY(SELECT e FROM ledger.events e
+               WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
+                 AND e.type IN ('process.started', 'process.stop_requested', 'egress.connection', 'process.ended',
+                                'process.lost', 'process.owner_role_recorded')
+                 AND e.stream LIKE 'process:%'
                ORDER BY e.stream, e.version);
     IF cardinality(v) = 0 THEN
         RETURN 0;
@@ -52,11 +53,11 @@ BEGIN
     INSERT INTO processes (handle, principal, run_id, request_id, mode, tier, command, owner, owner_role, pid, pid_start,
                            started_at, expires_at)
     SELECT DISTINCT ON (e.stream)
-           substr(e.stream, 9)::uuid, e.payload ->> 'principal', e.payload ->> 'run_id', (e.payload ->> 'request_id')::uuid,
-           e.payload ->> 'mode', e.payload ->> 'tier', e.payload ->> 'command', e.payload ->> 'owner',
-           e.payload ->> 'owner_role', (e.payload ->> 'pid')::int, (e.payload ->> 'pid_start')::bigint,
-           (e.payload ->> 'started_at')::timestamptz, (e.payload ->> 'expires_at')::timestamptz
-    FROM unnest(v) e
+           substr(e.stream, 9)::uuid, j.p ->> 'principal', j.p ->> 'run_id', (j.p ->> 'request_id')::uuid,
+           j.p ->> 'mode', j.p ->> 'tier', j.p ->> 'command', j.p ->> 'owner', j.p ->> 'owner_role',
+           (j.p ->> 'pid')::int, (j.p ->> 'pid_start')::bigint, (j.p ->> 'started_at')::timestamptz,
+           (j.p ->> 'expires_at')::timestamptz
+    FROM unnest(v) e CROSS JOIN LATERAL (SELECT e.payload::jsonb) AS j(p)
     WHERE e.type = 'process.started'
     ORDER BY e.stream, e.version
     ON CONFLICT (handle) DO NOTHING;
