@@ -33,6 +33,13 @@ COMMENT ON SCHEMA ledger IS 'Execledger: the event log, the SQL API and the read
 
 
 --
+-- Name: ledger_rebuild; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA ledger_rebuild;
+
+
+--
 -- Name: executor_record_row; Type: TYPE; Schema: ledger; Owner: -
 --
 
@@ -49,6 +56,52 @@ CREATE TYPE ledger.executor_record_row AS (
 	run_id text,
 	head bigint,
 	digest text
+);
+
+
+--
+-- Name: projected_event; Type: TYPE; Schema: ledger; Owner: -
+--
+
+CREATE TYPE ledger.projected_event AS (
+	tx_id xid8,
+	"position" bigint,
+	stream text,
+	version bigint,
+	type text,
+	payload jsonb,
+	metadata jsonb,
+	recorded_at timestamp with time zone
+);
+
+
+--
+-- Name: quota_fact; Type: TYPE; Schema: ledger; Owner: -
+--
+
+CREATE TYPE ledger.quota_fact AS (
+	principal text,
+	run_id text,
+	recorded_at timestamp with time zone,
+	reason text,
+	requested integer,
+	allowed integer,
+	denied integer,
+	exhausted integer,
+	finished integer,
+	failed integer,
+	fuel bigint,
+	cpu_ms bigint,
+	wall_ms bigint,
+	output_bytes bigint,
+	conns integer,
+	refused integer,
+	egress_bytes bigint,
+	budget_limit integer,
+	budget_used integer,
+	ended_at timestamp with time zone,
+	version bigint,
+	run_event boolean
 );
 
 
@@ -77,6 +130,476 @@ END $$;
 
 
 --
+-- Name: apply_audit_trail(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v ledger.projected_event[];
+BEGIN
+    v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                   ARRAY['policy.decided', 'approval.granted', 'approval.denied', 'execution.finished',
+                         'request.cancelled', 'lease.expired', 'attestation.signed']) e
+               WHERE e.stream LIKE 'request:%'
+               ORDER BY e.tx_id, e.position);
+    IF cardinality(v) = 0 THEN
+        RETURN 0;
+    END IF;
+
+    INSERT INTO audit_trail (position, tx_id, recorded_at, kind, event_type, request_id, principal, tool, run_id, attempt,
+                             decision, stage, reason_code, determining_policies, policy_digest, approver, state, tier,
+                             error_kind, resources, output_bytes, request_position)
+    SELECT e.position, e.tx_id, e.recorded_at, k.kind, e.type, substr(e.stream, 9)::uuid,
+           r.payload ->> 'principal', r.payload ->> 'tool', r.payload ->> 'run_id', (e.payload ->> 'attempt')::int,
+           CASE WHEN k.kind = 'decision' THEN
+               CASE e.type WHEN 'policy.decided' THEN e.payload ->> 'decision'
+                           WHEN 'approval.granted' THEN 'approved'
+                           WHEN 'approval.denied' THEN 'denied' END END,
+           CASE WHEN e.type = 'policy.decided' THEN e.payload ->> 'stage'
+                WHEN e.type LIKE 'approval.%' THEN 'approval' END,
+           CASE WHEN e.type IN ('policy.decided', 'approval.granted', 'approval.denied') THEN e.payload ->> 'reason_code' END,
+           CASE WHEN e.type = 'policy.decided' AND jsonb_typeof(e.payload -> 'determining_policies') = 'array'
+                THEN ARRAY(SELECT jsonb_array_elements_text(e.payload -> 'determining_policies')) END,
+           CASE WHEN e.type = 'policy.decided' THEN e.payload ->> 'policy_digest' END,
+           CASE WHEN e.type LIKE 'approval.%' THEN e.payload ->> 'approver' END,
+           CASE WHEN k.kind = 'outcome' THEN
+               CASE e.type WHEN 'execution.finished' THEN e.payload ->> 'state'
+                           WHEN 'lease.expired' THEN CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END
+                           WHEN 'request.cancelled' THEN 'cancelled'
+                           ELSE 'denied' END END,
+           CASE WHEN e.type IN ('execution.finished', 'lease.expired') THEN e.payload ->> 'tier' END,
+           CASE e.type WHEN 'policy.decided' THEN e.payload ->> 'error_kind'
+                       WHEN 'approval.denied' THEN 'approval_denied'
+                       WHEN 'execution.finished' THEN e.payload ->> 'error_kind'
+                       WHEN 'request.cancelled' THEN 'cancelled'
+                       WHEN 'lease.expired' THEN coalesce(e.payload ->> 'error_kind',
+                           CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'outcome_unknown' END) END,
+           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'resources') = 'object'
+                THEN (e.payload -> 'resources')::jsonb END,
+           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
+                THEN octet_length((e.payload -> 'output')::text) END,
+           r.position
+    FROM unnest(v) e
+    -- A stream without its tool.requested leaves principal NULL: the
+    -- insert fails, naming the column, rather than skip the event.
+    LEFT JOIN ledger.events r ON r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
+    CROSS JOIN LATERAL (
+        SELECT 'decision' AS kind WHERE e.type IN ('policy.decided', 'approval.granted', 'approval.denied')
+        UNION ALL
+        SELECT 'outcome' WHERE e.type IN ('execution.finished', 'approval.denied')
+            OR (e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny')
+            OR (e.type = 'lease.expired' AND e.payload ->> 'action' <> 'requeued')
+            OR (e.type = 'request.cancelled' AND e.payload ->> 'previous_state' IS DISTINCT FROM 'running')
+    ) k
+    ORDER BY e.position, k.kind;
+
+    -- An attestation belongs to its request's outcome.
+    UPDATE audit_trail a
+    SET attestation_digest = s.digest, attestation_position = s.position
+    FROM (SELECT DISTINCT ON (e.stream) substr(e.stream, 9)::uuid AS request_id, e.payload ->> 'attestation_digest' AS digest, e.position
+          FROM unnest(v) e WHERE e.type = 'attestation.signed'
+          ORDER BY e.stream, e.version DESC) s
+    WHERE a.request_id = s.request_id AND a.kind = 'outcome';
+    RETURN cardinality(v);
+END $$;
+
+
+--
+-- Name: apply_processes(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.apply_processes(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v ledger.events[];
+BEGIN
+    v := ARRAY(SELECT e FROM ledger.events e
+               WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
+                 AND e.type IN ('process.started', 'process.stop_requested', 'egress.connection', 'process.ended',
+                                'process.lost', 'process.owner_role_recorded')
+                 AND e.stream LIKE 'process:%'
+               ORDER BY e.stream, e.version);
+    IF cardinality(v) = 0 THEN
+        RETURN 0;
+    END IF;
+
+    INSERT INTO processes (handle, principal, run_id, request_id, mode, tier, command, owner, owner_role, pid, pid_start,
+                           started_at, expires_at)
+    SELECT DISTINCT ON (e.stream)
+           substr(e.stream, 9)::uuid, j.p ->> 'principal', j.p ->> 'run_id', (j.p ->> 'request_id')::uuid,
+           j.p ->> 'mode', j.p ->> 'tier', j.p ->> 'command', j.p ->> 'owner', j.p ->> 'owner_role',
+           (j.p ->> 'pid')::int, (j.p ->> 'pid_start')::bigint, (j.p ->> 'started_at')::timestamptz,
+           (j.p ->> 'expires_at')::timestamptz
+    FROM unnest(v) e CROSS JOIN LATERAL (SELECT e.payload::jsonb) AS j(p)
+    WHERE e.type = 'process.started'
+    ORDER BY e.stream, e.version
+    ON CONFLICT (handle) DO NOTHING;
+
+    UPDATE processes x
+    SET stop_requested_at = s.recorded_at
+    FROM (SELECT DISTINCT ON (e.stream) substr(e.stream, 9)::uuid AS handle, e.recorded_at
+          FROM unnest(v) e WHERE e.type = 'process.stop_requested'
+          ORDER BY e.stream, e.version) s
+    WHERE x.handle = s.handle AND x.stop_requested_at IS NULL;
+
+    UPDATE processes x
+    SET state = d.state, ended_at = d.recorded_at, end_reason = d.p ->> 'end_reason',
+        exit_code = (d.p ->> 'exit_code')::int, signal = nullif((d.p ->> 'signal')::int, 0), result = d.p
+    FROM (SELECT DISTINCT ON (e.stream) substr(e.stream, 9)::uuid AS handle, e.recorded_at, e.payload::jsonb AS p,
+                 CASE e.type WHEN 'process.ended' THEN 'ended' ELSE 'lost' END AS state
+          FROM unnest(v) e WHERE e.type IN ('process.ended', 'process.lost')
+          ORDER BY e.stream, e.version) d
+    WHERE x.handle = d.handle AND x.state = 'running';
+
+    UPDATE processes x
+    SET owner_role = o.owner_role
+    FROM (SELECT DISTINCT ON (e.stream) substr(e.stream, 9)::uuid AS handle, e.payload ->> 'owner_role' AS owner_role
+          FROM unnest(v) e WHERE e.type = 'process.owner_role_recorded'
+          ORDER BY e.stream, e.version) o
+    WHERE x.handle = o.handle AND x.owner_role IS NULL;
+
+    RETURN cardinality(v);
+END $$;
+
+
+--
+-- Name: apply_quota_usage(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    n bigint;
+    f ledger.quota_fact[];
+BEGIN
+    f := ARRAY(
+    SELECT ROW(coalesce(o.payload ->> 'principal', e.payload ->> 'principal'),
+           coalesce(o.payload ->> 'run_id', e.payload ->> 'run_id'),
+           e.recorded_at,
+           CASE WHEN e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny' THEN coalesce(e.payload ->> 'error_kind', 'policy_denied')
+                WHEN e.type = 'approval.denied' THEN 'approval_denied' END,
+           (e.type = 'tool.requested')::int,
+           (e.type = 'policy.decided' AND e.payload ->> 'decision' = 'allow' AND e.payload ->> 'stage' = 'allow')::int,
+           ((e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny') OR e.type = 'approval.denied')::int,
+           (e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny' AND e.payload ->> 'error_kind' = 'budget_exhausted')::int,
+           (e.type = 'execution.finished')::int,
+           (e.type = 'execution.finished' AND e.payload ->> 'state' IS DISTINCT FROM 'succeeded')::int,
+           CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'fuel_used')::bigint, 0) ELSE 0 END,
+           CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'cpu_ms')::bigint,
+               coalesce((e.payload -> 'resources' ->> 'cpu_user_ms')::bigint, 0) + coalesce((e.payload -> 'resources' ->> 'cpu_sys_ms')::bigint, 0)) ELSE 0 END,
+           CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'wall_ms')::bigint, 0) ELSE 0 END,
+           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
+                THEN octet_length((e.payload -> 'output')::text) ELSE 0 END,
+           (e.type = 'egress.connection' AND (e.payload ->> 'allowed')::boolean)::int,
+           (e.type = 'egress.connection' AND NOT (e.payload ->> 'allowed')::boolean)::int,
+           CASE WHEN e.type = 'egress.connection' THEN coalesce((e.payload ->> 'bytes_up')::bigint, 0) + coalesce((e.payload ->> 'bytes_down')::bigint, 0) ELSE 0 END,
+           CASE WHEN e.type = 'run.budget_set' THEN (e.payload ->> 'max_calls')::int END,
+           (e.type = 'budget.consumed')::int,
+           CASE WHEN e.type = 'run.ended' THEN e.recorded_at END,
+           e.version,
+           e.type IN ('run.budget_set', 'run.ended'))::ledger.quota_fact
+    FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                               ARRAY['tool.requested', 'policy.decided', 'approval.denied', 'execution.finished',
+                                     'egress.connection', 'run.budget_set', 'run.ended', 'budget.consumed']) e
+    LEFT JOIN ledger.events o
+           ON o.version = 1 AND o.stream = e.stream AND e.type IN ('policy.decided', 'approval.denied', 'execution.finished',
+                                                                   'egress.connection', 'budget.consumed')
+              AND (e.stream LIKE 'request:%' OR e.stream LIKE 'process:%')
+    WHERE e.type IN ('tool.requested', 'run.budget_set', 'run.ended') OR o.stream IS NOT NULL);
+    n := cardinality(f);
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(f) x WHERE x.principal IS NULL) THEN
+        RAISE EXCEPTION 'ledger.apply_quota_usage: an event names no principal, nor does its stream''s first event'
+            USING ERRCODE = 'data_exception';
+    END IF;
+
+    INSERT INTO quota_usage AS q (principal, calls_requested, calls_allowed, calls_denied, budget_exhausted, calls_finished,
+                                  calls_failed, fuel, cpu_ms, wall_ms, output_bytes, egress_connections, egress_refused,
+                                  egress_bytes, updated_at)
+    SELECT principal, sum(requested), sum(allowed), sum(denied), sum(exhausted), sum(finished), sum(failed), sum(fuel),
+           sum(cpu_ms), sum(wall_ms), sum(output_bytes), sum(conns), sum(refused), sum(egress_bytes), max(recorded_at)
+    FROM unnest(f) WHERE NOT run_event AND budget_used = 0
+    GROUP BY principal ORDER BY principal
+    ON CONFLICT (principal) DO UPDATE
+    SET calls_requested = q.calls_requested + EXCLUDED.calls_requested, calls_allowed = q.calls_allowed + EXCLUDED.calls_allowed,
+        calls_denied = q.calls_denied + EXCLUDED.calls_denied, budget_exhausted = q.budget_exhausted + EXCLUDED.budget_exhausted,
+        calls_finished = q.calls_finished + EXCLUDED.calls_finished, calls_failed = q.calls_failed + EXCLUDED.calls_failed,
+        fuel = q.fuel + EXCLUDED.fuel, cpu_ms = q.cpu_ms + EXCLUDED.cpu_ms, wall_ms = q.wall_ms + EXCLUDED.wall_ms,
+        output_bytes = q.output_bytes + EXCLUDED.output_bytes,
+        egress_connections = q.egress_connections + EXCLUDED.egress_connections,
+        egress_refused = q.egress_refused + EXCLUDED.egress_refused, egress_bytes = q.egress_bytes + EXCLUDED.egress_bytes,
+        updated_at = greatest(q.updated_at, EXCLUDED.updated_at);
+
+    INSERT INTO quota_usage_runs AS q (principal, run_id, budget_limit, budget_used, ended_at, calls_requested, calls_allowed,
+                                       calls_denied, budget_exhausted, calls_finished, calls_failed, fuel, cpu_ms, wall_ms,
+                                       output_bytes, egress_connections, egress_refused, egress_bytes, updated_at)
+    SELECT principal, run_id, (array_agg(budget_limit ORDER BY version DESC) FILTER (WHERE budget_limit IS NOT NULL))[1],
+           sum(budget_used), min(ended_at), sum(requested), sum(allowed), sum(denied), sum(exhausted), sum(finished),
+           sum(failed), sum(fuel), sum(cpu_ms), sum(wall_ms), sum(output_bytes), sum(conns), sum(refused), sum(egress_bytes),
+           max(recorded_at)
+    FROM unnest(f) WHERE run_id IS NOT NULL
+    GROUP BY principal, run_id ORDER BY principal, run_id
+    ON CONFLICT (principal, run_id) DO UPDATE
+    SET budget_limit = coalesce(EXCLUDED.budget_limit, q.budget_limit), budget_used = q.budget_used + EXCLUDED.budget_used,
+        ended_at = coalesce(least(q.ended_at, EXCLUDED.ended_at), q.ended_at, EXCLUDED.ended_at),
+        calls_requested = q.calls_requested + EXCLUDED.calls_requested, calls_allowed = q.calls_allowed + EXCLUDED.calls_allowed,
+        calls_denied = q.calls_denied + EXCLUDED.calls_denied, budget_exhausted = q.budget_exhausted + EXCLUDED.budget_exhausted,
+        calls_finished = q.calls_finished + EXCLUDED.calls_finished, calls_failed = q.calls_failed + EXCLUDED.calls_failed,
+        fuel = q.fuel + EXCLUDED.fuel, cpu_ms = q.cpu_ms + EXCLUDED.cpu_ms, wall_ms = q.wall_ms + EXCLUDED.wall_ms,
+        output_bytes = q.output_bytes + EXCLUDED.output_bytes,
+        egress_connections = q.egress_connections + EXCLUDED.egress_connections,
+        egress_refused = q.egress_refused + EXCLUDED.egress_refused, egress_bytes = q.egress_bytes + EXCLUDED.egress_bytes,
+        updated_at = greatest(q.updated_at, EXCLUDED.updated_at);
+
+    INSERT INTO quota_denials AS q (principal, run_id, reason, denied)
+    SELECT principal, coalesce(run_id, ''), reason, sum(denied)
+    FROM unnest(f) WHERE denied > 0
+    GROUP BY principal, coalesce(run_id, ''), reason ORDER BY 1, 2, 3
+    ON CONFLICT (principal, run_id, reason) DO UPDATE SET denied = q.denied + EXCLUDED.denied;
+
+    INSERT INTO quota_usage_buckets AS q (principal, bucket, bucket_start, calls_allowed, calls_denied, fuel, cpu_ms, wall_ms,
+                                          output_bytes, egress_connections, egress_bytes)
+    SELECT f.principal, b.bucket, date_trunc(b.bucket, f.recorded_at, 'UTC'), sum(allowed), sum(denied), sum(fuel),
+           sum(cpu_ms), sum(wall_ms), sum(output_bytes), sum(conns), sum(egress_bytes)
+    FROM unnest(f) f CROSS JOIN unnest(ARRAY['minute', 'hour', 'day']) AS b(bucket)
+    WHERE allowed + denied + finished + conns + refused > 0
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (principal, bucket, bucket_start) DO UPDATE
+    SET calls_allowed = q.calls_allowed + EXCLUDED.calls_allowed, calls_denied = q.calls_denied + EXCLUDED.calls_denied,
+        fuel = q.fuel + EXCLUDED.fuel, cpu_ms = q.cpu_ms + EXCLUDED.cpu_ms, wall_ms = q.wall_ms + EXCLUDED.wall_ms,
+        output_bytes = q.output_bytes + EXCLUDED.output_bytes,
+        egress_connections = q.egress_connections + EXCLUDED.egress_connections, egress_bytes = q.egress_bytes + EXCLUDED.egress_bytes;
+    RETURN n;
+END $$;
+
+
+--
+-- Name: apply_requests(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.apply_requests(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v      ledger.projected_event[];
+    n_ids  bigint;
+    n_rows bigint;
+    v_bad  text;
+BEGIN
+    v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                   ARRAY['tool.requested', 'policy.decided', 'approval.requested', 'approval.granted', 'approval.denied',
+                         'execution.started', 'execution.finished', 'request.cancelled', 'lease.expired',
+                         'attestation.signed']) e
+               WHERE e.stream LIKE 'request:%'
+               ORDER BY e.tx_id, e.position);
+    IF cardinality(v) = 0 THEN
+        RETURN 0;
+    END IF;
+
+    INSERT INTO request_status (id, principal, tool, run_id, idempotency_key, input_digest, state, submitted_at)
+    SELECT substr(e.stream, 9)::uuid, e.payload ->> 'principal', e.payload ->> 'tool', e.payload ->> 'run_id',
+           e.payload ->> 'idempotency_key', decode(substr(e.payload ->> 'input_digest', 8), 'hex'), 'pending', e.recorded_at
+    FROM unnest(v) e
+    WHERE e.type = 'tool.requested'
+    ORDER BY e.position;
+
+    WITH ch AS MATERIALIZED (
+        SELECT substr(e.stream, 9)::uuid AS id, e.version, e.recorded_at, x.state,
+               x.state IN ('succeeded', 'failed', 'denied', 'cancelled') AS final,
+               x.error_kind, x.error, x.output, x.tier,
+               CASE WHEN e.type = 'attestation.signed' THEN e.payload ->> 'attestation_digest' END AS attestation
+        FROM unnest(v) e
+        CROSS JOIN LATERAL (
+            SELECT CASE e.type
+                       WHEN 'policy.decided' THEN CASE WHEN e.payload ->> 'decision' = 'deny' THEN 'denied' END
+                       WHEN 'approval.requested' THEN 'awaiting_approval'
+                       WHEN 'approval.granted' THEN 'pending'
+                       WHEN 'approval.denied' THEN 'denied'
+                       WHEN 'execution.started' THEN 'running'
+                       WHEN 'execution.finished' THEN e.payload ->> 'state'
+                       WHEN 'request.cancelled' THEN 'cancelled'
+                       WHEN 'lease.expired' THEN CASE e.payload ->> 'action' WHEN 'requeued' THEN 'pending'
+                                                                             WHEN 'cancelled' THEN 'cancelled'
+                                                                             ELSE 'failed' END
+                   END AS state,
+                   CASE e.type
+                       WHEN 'policy.decided' THEN e.payload ->> 'error_kind'
+                       WHEN 'approval.denied' THEN 'approval_denied'
+                       WHEN 'execution.finished' THEN e.payload ->> 'error_kind'
+                       WHEN 'request.cancelled' THEN 'cancelled'
+                       WHEN 'lease.expired' THEN coalesce(e.payload ->> 'error_kind',
+                           CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'outcome_unknown' END)
+                   END AS error_kind,
+                   CASE e.type
+                       WHEN 'policy.decided' THEN e.payload ->> 'message'
+                       WHEN 'approval.denied' THEN coalesce(e.payload ->> 'error',
+                           CASE WHEN e.payload ->> 'approver' IS NOT NULL
+                                THEN 'approval denied by ' || (e.payload ->> 'approver') || coalesce(': ' || (e.payload ->> 'note'), '')
+                                ELSE 'no approval within ' || coalesce(e.payload ->> 'timeout_ms', '?') || ' ms' END)
+                       WHEN 'execution.finished' THEN e.payload ->> 'error'
+                       WHEN 'request.cancelled' THEN 'cancelled by ' || coalesce(e.metadata ->> 'actor', 'unknown')
+                                                     || coalesce(': ' || (e.payload ->> 'reason'), '')
+                       WHEN 'lease.expired' THEN e.payload ->> 'error'
+                   END AS error,
+                   CASE WHEN e.type = 'execution.finished' THEN nullif((e.payload -> 'output')::jsonb, 'null'::jsonb) END AS output,
+                   CASE WHEN e.type IN ('execution.finished', 'lease.expired') THEN e.payload ->> 'tier' END AS tier
+        ) x
+        WHERE e.type <> 'tool.requested'
+    ), ids AS (
+        SELECT DISTINCT id FROM ch
+    ), fin AS (
+        SELECT DISTINCT ON (id) id, state, error_kind, error, output, tier, recorded_at
+        FROM ch WHERE final ORDER BY id, version
+    ), cur AS (
+        SELECT DISTINCT ON (id) id, state FROM ch WHERE state IS NOT NULL AND NOT final ORDER BY id, version DESC
+    ), att AS (
+        SELECT DISTINCT ON (id) id, attestation FROM ch WHERE attestation IS NOT NULL ORDER BY id, version DESC
+    ), upd AS (
+        UPDATE request_status r
+        SET state = CASE WHEN r.finished_at IS NOT NULL THEN r.state
+                         WHEN fin.id IS NOT NULL THEN fin.state
+                         ELSE coalesce(cur.state, r.state) END,
+            error_kind = CASE WHEN r.finished_at IS NULL AND fin.id IS NOT NULL THEN fin.error_kind ELSE r.error_kind END,
+            error = CASE WHEN r.finished_at IS NULL AND fin.id IS NOT NULL THEN fin.error ELSE r.error END,
+            output = CASE WHEN r.finished_at IS NULL AND fin.id IS NOT NULL THEN fin.output ELSE r.output END,
+            tier = CASE WHEN r.finished_at IS NULL AND fin.id IS NOT NULL THEN fin.tier ELSE r.tier END,
+            finished_at = coalesce(r.finished_at, fin.recorded_at),
+            attestation_digest = coalesce(att.attestation, r.attestation_digest)
+        FROM ids LEFT JOIN fin USING (id) LEFT JOIN cur USING (id) LEFT JOIN att USING (id)
+        WHERE r.id = ids.id
+        RETURNING r.id
+    )
+    SELECT (SELECT count(*) FROM ids), (SELECT count(*) FROM upd),
+           (SELECT min(ids.id::text) FROM ids WHERE ids.id NOT IN (SELECT upd.id FROM upd))
+    INTO n_ids, n_rows, v_bad;
+    IF n_rows <> n_ids THEN
+        RAISE EXCEPTION 'ledger.apply_requests: request % has events but no tool.requested before them', v_bad
+            USING ERRCODE = 'data_exception';
+    END IF;
+    RETURN cardinality(v);
+END $$;
+
+
+--
+-- Name: apply_runs(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.apply_runs(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    n bigint;
+BEGIN
+    WITH ev AS MATERIALIZED (
+        SELECT e.type, e.version, e.recorded_at,
+               CASE WHEN e.type = 'budget.consumed' THEN r.payload ->> 'principal' ELSE e.payload ->> 'principal' END AS principal,
+               CASE WHEN e.type = 'budget.consumed' THEN r.payload ->> 'run_id' ELSE e.payload ->> 'run_id' END AS run_id,
+               (e.payload ->> 'max_calls')::int AS max_calls
+        FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                                   ARRAY['run.budget_set', 'run.ended', 'budget.consumed']) e
+        LEFT JOIN ledger.events r ON e.type = 'budget.consumed' AND r.stream = e.stream AND r.version = 1
+        WHERE (e.type = 'budget.consumed' AND e.stream LIKE 'request:%')
+           OR (e.type <> 'budget.consumed' AND e.stream = 'run:' || (e.payload ->> 'principal') || '/' || (e.payload ->> 'run_id'))
+    ), agg AS (
+        SELECT principal, run_id,
+               (array_agg(max_calls ORDER BY version DESC) FILTER (WHERE type = 'run.budget_set'))[1] AS max_calls,
+               count(*) FILTER (WHERE type = 'budget.consumed') AS used,
+               coalesce(max(version) FILTER (WHERE type <> 'budget.consumed'), 0) AS version,
+               min(recorded_at) AS created_at,
+               min(recorded_at) FILTER (WHERE type = 'run.ended') AS ended_at,
+               count(*) AS events
+        FROM ev WHERE principal IS NOT NULL AND run_id IS NOT NULL
+        GROUP BY principal, run_id
+    ), up AS (
+        INSERT INTO runs AS x (principal, run_id, max_calls, used, version, created_at, ended_at)
+        SELECT principal, run_id, max_calls, used, version, created_at, ended_at FROM agg
+        ORDER BY principal, run_id
+        ON CONFLICT (principal, run_id) DO UPDATE
+        SET max_calls = coalesce(EXCLUDED.max_calls, x.max_calls),
+            used = x.used + EXCLUDED.used,
+            version = greatest(x.version, EXCLUDED.version),
+            created_at = least(x.created_at, EXCLUDED.created_at),
+            ended_at = coalesce(least(x.ended_at, EXCLUDED.ended_at), x.ended_at, EXCLUDED.ended_at)
+        RETURNING 1
+    )
+    SELECT coalesce(sum(agg.events), 0) + 0 * (SELECT count(*) FROM up) INTO n FROM agg;
+    RETURN n;
+END $$;
+
+
+--
+-- Name: apply_skill_status(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    e  record;
+    n  bigint := 0;
+    id text;
+BEGIN
+    FOR e IN
+        SELECT x.* FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                   ARRAY['skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
+                         'skill.disabled', 'skill.rolled_back', 'skill.removed']) x
+        WHERE x.stream LIKE 'skill:%'
+        ORDER BY x.stream, x.version
+    LOOP
+        n := n + 1;
+        id := substr(e.stream, 7);
+        IF e.type = 'skill.installed' THEN
+            INSERT INTO skill_status AS s (skill_id, version, publisher, artifact_digest, status, installed_by, approvals,
+                                           failed_checks, stream_version, installed_at, updated_at)
+            VALUES (id, e.payload ->> 'version', e.payload ->> 'publisher', e.payload ->> 'artifact_digest', 'installed',
+                    coalesce(e.payload ->> 'installed_by', e.metadata ->> 'actor'), '{}', NULL, e.version, e.recorded_at, e.recorded_at)
+            ON CONFLICT (skill_id) DO UPDATE
+            SET version = EXCLUDED.version, publisher = EXCLUDED.publisher, artifact_digest = EXCLUDED.artifact_digest,
+                status = 'installed', installed_by = EXCLUDED.installed_by, approvals = '{}', failed_checks = NULL,
+                stream_version = EXCLUDED.stream_version, installed_at = EXCLUDED.installed_at, updated_at = EXCLUDED.updated_at;
+            CONTINUE;
+        END IF;
+        UPDATE skill_status s
+        SET status = CASE e.type
+                         WHEN 'skill.audited' THEN CASE WHEN (e.payload ->> 'passed')::boolean THEN 'verified' ELSE 'quarantined' END
+                         WHEN 'skill.quarantined' THEN 'quarantined'
+                         WHEN 'skill.approved' THEN
+                             CASE WHEN s.status = 'quarantined'
+                                       AND cardinality(ARRAY(SELECT DISTINCT a FROM unnest(s.approvals || (e.payload ->> 'approver')) a
+                                                             WHERE a IS NOT NULL)) >= 2
+                                  THEN 'approved' ELSE s.status END
+                         WHEN 'skill.enabled' THEN 'enabled'
+                         WHEN 'skill.disabled' THEN 'disabled'
+                         WHEN 'skill.rolled_back' THEN coalesce(e.payload ->> 'status', s.status)
+                         WHEN 'skill.removed' THEN 'removed'
+                     END,
+            approvals = CASE WHEN e.type = 'skill.approved' AND e.payload ->> 'approver' IS NOT NULL
+                                  AND NOT (e.payload ->> 'approver') = ANY(s.approvals)
+                             THEN s.approvals || (e.payload ->> 'approver') ELSE s.approvals END,
+            failed_checks = CASE WHEN e.type IN ('skill.audited', 'skill.quarantined') AND e.payload -> 'failed_checks' IS NOT NULL
+                                 THEN (e.payload -> 'failed_checks')::jsonb ELSE s.failed_checks END,
+            version = CASE WHEN e.type = 'skill.rolled_back' THEN coalesce(e.payload ->> 'version', s.version) ELSE s.version END,
+            artifact_digest = CASE WHEN e.type = 'skill.rolled_back' THEN coalesce(e.payload ->> 'artifact_digest', s.artifact_digest)
+                                   ELSE s.artifact_digest END,
+            stream_version = e.version,
+            updated_at = e.recorded_at
+        WHERE s.skill_id = id;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'ledger.apply_skill_status: % on skill % before skill.installed', e.type, id
+                USING ERRCODE = 'data_exception';
+        END IF;
+    END LOOP;
+    RETURN n;
+END $$;
+
+
+--
 -- Name: approve(uuid, text, text); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -95,13 +618,14 @@ END $$;
 
 CREATE FUNCTION ledger.cancel(request_id uuid, reason text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     AS $$
 DECLARE
     v_principal text;
     v_admin     boolean;
     v_req       record;
     v_q         record;
+    v_pos       bigint;
 BEGIN
     v_principal := ledger.current_principal();
     v_admin := pg_has_role(session_user, 'ledger_admin', 'MEMBER');
@@ -138,13 +662,10 @@ BEGIN
     VALUES ('request:' || request_id, v_q.stream_version + 1, 'request.cancelled',
             json_build_object('request_id', request_id, 'reason', reason, 'previous_state', v_q.state),
             json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
-                              'correlation_id', request_id));
+                              'correlation_id', request_id))
+    RETURNING "position" INTO v_pos;
     DELETE FROM ledger.queue WHERE id = request_id;
-    UPDATE ledger.request_status
-    SET state = 'cancelled', error_kind = 'cancelled',
-        error = 'cancelled by ' || coalesce(v_principal, session_user::text) || coalesce(': ' || reason, ''),
-        finished_at = clock_timestamp()
-    WHERE id = request_id;
+    PERFORM ledger.apply_requests(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
     PERFORM ledger.notify_done(v_req.principal, request_id);
     RETURN true;
 END $$;
@@ -251,7 +772,7 @@ $$;
 
 CREATE FUNCTION ledger.decide_approval(p_request_id uuid, p_grant boolean, p_note text, p_digest text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     AS $$
 DECLARE
     v_principal text := ledger.current_principal();
@@ -259,6 +780,7 @@ DECLARE
     v_req       record;
     v_q         record;
     v_digest    text;
+    v_pos       bigint;
 BEGIN
     IF v_principal IS NULL OR NOT pg_has_role(session_user, 'ledger_approver', 'MEMBER') THEN
         RAISE EXCEPTION '%: login role "%" is not an approver', v_op, session_user
@@ -301,15 +823,17 @@ BEGIN
             CASE WHEN p_grant THEN 'approval.granted' ELSE 'approval.denied' END,
             json_build_object('request_id', p_request_id, 'approver', v_principal, 'note', p_note,
                               'input_digest', v_digest, 'reason', CASE WHEN p_grant THEN 'approved' ELSE 'denied_by_approver' END,
-                              'previous_state', v_q.state),
-            json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id));
+                              'previous_state', v_q.state,
+                              'error', CASE WHEN NOT p_grant THEN 'approval denied by ' || v_principal || coalesce(': ' || p_note, '') END),
+            json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id))
+    RETURNING "position" INTO v_pos;
+    PERFORM ledger.apply_requests(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
     IF p_grant THEN
         UPDATE ledger.queue
         SET state = 'pending', stream_version = stream_version + 1, approved_digest = v_req.input_digest,
             approval_expires_at = NULL,
             available_at = CASE WHEN v_q.state = 'awaiting_approval' THEN clock_timestamp() ELSE available_at END
         WHERE id = p_request_id;
-        UPDATE ledger.request_status SET state = 'pending' WHERE id = p_request_id;
         IF v_q.state = 'awaiting_approval' THEN
             PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
             IF FOUND THEN
@@ -318,10 +842,6 @@ BEGIN
         END IF;
     ELSE
         DELETE FROM ledger.queue WHERE id = p_request_id;
-        UPDATE ledger.request_status
-        SET state = 'denied', error_kind = 'approval_denied',
-            error = 'approval denied by ' || v_principal || coalesce(': ' || p_note, ''), finished_at = clock_timestamp()
-        WHERE id = p_request_id;
         PERFORM ledger.notify_done(v_req.principal, p_request_id);
     END IF;
 END $$;
@@ -359,12 +879,14 @@ $$;
 
 CREATE FUNCTION ledger.end_run(run_id text, reason text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     AS $_$
 #variable_conflict use_column
 DECLARE
     v_principal text := ledger.current_principal();
     v_version   bigint;
+    v_stream    text;
+    v_pos       bigint;
 BEGIN
     IF v_principal IS NULL THEN
         RAISE EXCEPTION 'ledger.end_run: login role "%" is not mapped to a principal', session_user
@@ -378,18 +900,18 @@ BEGIN
         RAISE EXCEPTION 'ledger.end_run: reason is longer than 1000 characters'
             USING ERRCODE = 'string_data_right_truncation';
     END IF;
-    INSERT INTO ledger.runs AS r (principal, run_id, version, ended_at)
-    VALUES (v_principal, end_run.run_id, 1, clock_timestamp())
-    ON CONFLICT (principal, run_id) DO UPDATE SET ended_at = clock_timestamp(), version = r.version + 1
-        WHERE r.ended_at IS NULL
-    RETURNING r.version INTO v_version;
-    IF v_version IS NULL THEN
+    v_stream := 'run:' || v_principal || '/' || end_run.run_id;
+    PERFORM pg_advisory_xact_lock(hashtextextended(v_stream, 0));
+    IF EXISTS (SELECT 1 FROM ledger.runs r WHERE r.principal = v_principal AND r.run_id = end_run.run_id AND r.ended_at IS NOT NULL) THEN
         RETURN false;
     END IF;
+    SELECT coalesce(max(e.version), 0) + 1 INTO v_version FROM ledger.events e WHERE e.stream = v_stream;
     INSERT INTO ledger.events (stream, version, type, payload, metadata)
-    VALUES ('run:' || v_principal || '/' || end_run.run_id, v_version, 'run.ended',
+    VALUES (v_stream, v_version, 'run.ended',
             json_build_object('principal', v_principal, 'run_id', end_run.run_id, 'reason', end_run.reason),
-            json_build_object('actor', v_principal, 'login_role', session_user));
+            json_build_object('actor', v_principal, 'login_role', session_user))
+    RETURNING "position" INTO v_pos;
+    PERFORM ledger.apply_runs(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
     RETURN true;
 END $_$;
 
@@ -419,12 +941,26 @@ END $$;
 
 
 --
+-- Name: events_between(xid8, bigint, xid8, bigint, text[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[]) RETURNS SETOF ledger.projected_event
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.payload::jsonb, e.metadata::jsonb, e.recorded_at
+    FROM ledger.events e
+    WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
+      AND e.type = ANY(p_types)
+$$;
+
+
+--
 -- Name: executor_record(uuid[], uuid[], text[], bigint[], text[], text[], text[], text[], boolean[], text[], text[], text[], text[], text[], interval); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
 CREATE FUNCTION ledger.executor_record(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval DEFAULT NULL::interval) RETURNS TABLE("position" bigint, hash bytea)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     AS $$
 DECLARE
     n      int := coalesce(cardinality(claim_requests), 0);
@@ -433,6 +969,10 @@ DECLARE
     v_rows ledger.executor_record_row[];
     v_bad  uuid;
     bad    record;
+    v_pos  bigint[];
+    v_hash bytea[];
+    v_lo   bigint;
+    v_hi   bigint;
 BEGIN
     IF cardinality(claim_ids) IS DISTINCT FROM cardinality(claim_requests)
        OR coalesce(cardinality(versions), 0) <> m OR coalesce(cardinality(types), 0) <> m
@@ -558,18 +1098,33 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    RETURN QUERY SELECT * FROM ledger.insert_events(streams, v_vers, types, payloads, metadatas);
+    -- A call is charged to its run's budget by its budget.consumed event,
+    -- which only the start of a charged call of a run carries, once.
+    SELECT k.req INTO v_bad
+    FROM unnest(claim_requests, kinds, charges) AS k(req, kind, charge)
+    JOIN ledger.queue q ON q.id = k.req
+    JOIN ledger.request_status r ON r.id = k.req
+    LEFT JOIN (SELECT u.s, count(*) AS c FROM unnest(streams, types) AS u(s, t) WHERE u.t = 'budget.consumed' GROUP BY u.s) b
+           ON b.s = 'request:' || k.req
+    WHERE coalesce(b.c, 0) <> CASE WHEN k.kind = 'start' AND k.charge AND r.run_id IS NOT NULL AND NOT q.charged THEN 1 ELSE 0 END
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_record: request % must have one budget.consumed exactly when its start is charged to its run for the first time', v_bad
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    SELECT array_agg(i.position), array_agg(i.hash) INTO v_pos, v_hash
+    FROM ledger.insert_events(streams, v_vers, types, payloads, metadatas) i;
+    RETURN QUERY SELECT u.p, u.h FROM unnest(v_pos, v_hash) AS u(p, h);
+    SELECT min(u), max(u) INTO v_lo, v_hi FROM unnest(v_pos) u;
+    IF v_lo IS NOT NULL THEN
+        PERFORM ledger.apply_requests(pg_current_xact_id(), v_lo - 1, pg_current_xact_id(), v_hi);
+        IF 'budget.consumed' = ANY(types) THEN
+            PERFORM ledger.apply_runs(pg_current_xact_id(), v_lo - 1, pg_current_xact_id(), v_hi);
+        END IF;
+    END IF;
 
     IF 'start' = ANY(kinds) THEN
-        -- Budgets: a started call is charged to its run once.
-        INSERT INTO ledger.runs AS r (principal, run_id, used)
-        SELECT t.principal, t.run_id, count(*)
-        FROM unnest(v_rows) t JOIN ledger.queue q ON q.id = t.id
-        WHERE t.kind = 'start' AND t.charge AND t.run_id IS NOT NULL AND NOT q.charged
-        GROUP BY t.principal, t.run_id
-        ORDER BY t.principal, t.run_id
-        ON CONFLICT ON CONSTRAINT runs_pkey DO UPDATE SET used = r.used + EXCLUDED.used;
-
         UPDATE ledger.queue q
         SET stream_version = t.head, started_at = clock_timestamp(), charged = q.charged OR (t.charge AND t.run_id IS NOT NULL)
         FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'start';
@@ -589,16 +1144,24 @@ BEGIN
     IF 'finish' = ANY(kinds) THEN
         DELETE FROM ledger.queue q USING unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'finish';
     END IF;
-    UPDATE ledger.request_status r
-    SET state = CASE t.kind WHEN 'start' THEN 'running' WHEN 'await_approval' THEN 'awaiting_approval'
-                            WHEN 'requeue' THEN 'pending' WHEN 'finish' THEN t.state ELSE r.state END,
-        error_kind = CASE WHEN t.kind = 'finish' THEN t.error_kind ELSE r.error_kind END,
-        error = CASE WHEN t.kind = 'finish' THEN t.error ELSE r.error END,
-        output = CASE WHEN t.kind = 'finish' THEN t.output::jsonb ELSE r.output END,
-        tier = CASE WHEN t.kind = 'finish' THEN t.tier ELSE r.tier END,
-        attestation_digest = CASE WHEN t.kind IN ('finish', 'attest') THEN t.digest ELSE r.attestation_digest END,
-        finished_at = CASE WHEN t.kind = 'finish' THEN clock_timestamp() ELSE r.finished_at END
-    FROM unnest(v_rows) t WHERE r.id = t.id AND t.kind IS NOT NULL;
+    -- The request read model now says what the events say; it must be
+    -- the state change the call asked for.
+    SELECT t.id, t.kind, r.state INTO bad
+    FROM unnest(v_rows) t JOIN ledger.request_status r ON r.id = t.id
+    WHERE t.kind IS NOT NULL AND NOT coalesce(CASE t.kind
+        WHEN 'start' THEN r.state = 'running'
+        WHEN 'await_approval' THEN r.state = 'awaiting_approval'
+        WHEN 'requeue' THEN r.state = 'pending'
+        WHEN 'finish' THEN r.state = t.state AND r.error_kind IS NOT DISTINCT FROM t.error_kind
+                           AND r.attestation_digest = t.digest
+        WHEN 'attest' THEN r.attestation_digest = t.digest END, false)
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_record: the events recorded for request % leave it %, which is not the % asked for',
+            bad.id, bad.state, bad.kind
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'execution.started, approval.requested, lease.expired (requeued), a final event and attestation.signed make those changes';
+    END IF;
 
     IF 'finish' = ANY(kinds) THEN
         -- One channel name per principal, not per request.
@@ -710,25 +1273,25 @@ CREATE FUNCTION ledger.lock_claimed_budgets(request_ids uuid[], claim_ids uuid[]
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    INSERT INTO ledger.runs AS r (principal, run_id)
-    SELECT DISTINCT s.principal, s.run_id
-    FROM ledger.queue q
-    JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
-    JOIN ledger.request_status s ON s.id = q.id
-    WHERE q.claimed_role = session_user AND s.run_id IS NOT NULL
-    ORDER BY 1, 2
-    ON CONFLICT ON CONSTRAINT runs_pkey DO NOTHING;
+    -- Budgets are serialized by an advisory lock per run (set_run_budget,
+    -- end_run and claims take it), not by a row: ledger.runs is a read
+    -- model, and a run that has no event yet has no row.
+    PERFORM pg_advisory_xact_lock(hashtextextended('run:' || k.principal || '/' || k.run_id, 0))
+    FROM (SELECT DISTINCT s.principal, s.run_id
+          FROM ledger.queue q
+          JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+          JOIN ledger.request_status s ON s.id = q.id
+          WHERE q.claimed_role = session_user AND s.run_id IS NOT NULL
+          ORDER BY 1, 2) k;
     RETURN QUERY
-    SELECT r.principal, r.run_id, coalesce(r.max_calls, default_max), r.used, r.ended_at IS NOT NULL
-    FROM ledger.runs r
-    WHERE (r.principal, r.run_id) IN (
-        SELECT s.principal, s.run_id
-        FROM ledger.queue q
-        JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
-        JOIN ledger.request_status s ON s.id = q.id
-        WHERE q.claimed_role = session_user)
-    ORDER BY r.principal, r.run_id
-    FOR UPDATE OF r;
+    SELECT k.principal, k.run_id, coalesce(r.max_calls, default_max), coalesce(r.used, 0), r.ended_at IS NOT NULL
+    FROM (SELECT DISTINCT s.principal, s.run_id
+          FROM ledger.queue q
+          JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
+          JOIN ledger.request_status s ON s.id = q.id
+          WHERE q.claimed_role = session_user AND s.run_id IS NOT NULL) k
+    LEFT JOIN ledger.runs r ON r.principal = k.principal AND r.run_id = k.run_id
+    ORDER BY k.principal, k.run_id;
 END $$;
 
 
@@ -833,13 +1396,16 @@ END $$;
 
 CREATE FUNCTION ledger.process_record(p_handle uuid, types text[], payloads text[], metadatas text[], p_stop_request uuid DEFAULT NULL::uuid, p_state text DEFAULT NULL::text, p_end_reason text DEFAULT NULL::text, p_exit_code integer DEFAULT NULL::integer, p_signal integer DEFAULT NULL::integer, p_result jsonb DEFAULT NULL::jsonb) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     AS $$
 DECLARE
-    p      record;
-    n      int := coalesce(cardinality(types), 0);
-    v_head bigint;
-    v_bad  text;
+    p       record;
+    n       int := coalesce(cardinality(types), 0);
+    v_head  bigint;
+    v_bad   text;
+    v_end   record;
+    v_first bigint;
+    v_last  bigint;
 BEGIN
     IF coalesce(cardinality(payloads), 0) <> n OR coalesce(cardinality(metadatas), 0) <> n THEN
         RAISE EXCEPTION 'ledger.process_record: types, payloads and metadatas must have the same length'
@@ -874,6 +1440,20 @@ BEGIN
         RAISE EXCEPTION 'ledger.process_record: a process ends ended or lost, not %', p_state
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT u.t, u.pl::jsonb AS pl INTO v_end
+    FROM unnest(types, payloads) WITH ORDINALITY AS u(t, pl, i)
+    WHERE u.t IN ('process.ended', 'process.lost') ORDER BY u.i LIMIT 1;
+    IF (v_end.t IS NULL AND num_nonnulls(p_state, p_end_reason, p_exit_code, nullif(p_signal, 0), p_result) > 0)
+       OR (v_end.t IS NOT NULL AND (
+               (p_state IS NOT NULL AND v_end.t <> 'process.' || p_state)
+            OR (p_end_reason IS NOT NULL AND p_end_reason IS DISTINCT FROM v_end.pl ->> 'end_reason')
+            OR (p_exit_code IS NOT NULL AND p_exit_code IS DISTINCT FROM (v_end.pl ->> 'exit_code')::int)
+            OR (nullif(p_signal, 0) IS NOT NULL AND p_signal IS DISTINCT FROM (v_end.pl ->> 'signal')::int)
+            OR (p_result IS NOT NULL AND p_result IS DISTINCT FROM v_end.pl))) THEN
+        RAISE EXCEPTION 'ledger.process_record: the end of process % is what its process.ended or process.lost event says; the parameters disagree with the events',
+            p_handle
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
 
     -- A stop asked for twice, or of a process that has ended, records nothing.
     IF types = ARRAY['process.stop_requested'] AND (p.state <> 'running' OR p.stop_requested_at IS NOT NULL) THEN
@@ -881,17 +1461,10 @@ BEGIN
     END IF;
     IF n > 0 THEN
         SELECT coalesce(max(e.version), 0) INTO v_head FROM ledger.events e WHERE e.stream = 'process:' || p_handle;
-        PERFORM ledger.insert_events(array_fill('process:' || p_handle, ARRAY[n]),
-                                     ARRAY(SELECT v_head + i FROM generate_series(1, n) AS i), types, payloads, metadatas);
-    END IF;
-    IF 'process.stop_requested' = ANY(types) AND p.stop_requested_at IS NULL THEN
-        UPDATE ledger.processes SET stop_requested_at = clock_timestamp() WHERE handle = p_handle;
-    END IF;
-    IF p_state IS NOT NULL AND p.state = 'running' THEN
-        UPDATE ledger.processes
-        SET state = p_state, ended_at = clock_timestamp(), end_reason = p_end_reason, exit_code = p_exit_code,
-            signal = nullif(p_signal, 0), result = p_result
-        WHERE handle = p_handle;
+        SELECT min(x."position"), max(x."position") INTO v_first, v_last
+        FROM ledger.insert_events(array_fill('process:' || p_handle, ARRAY[n]),
+                                  ARRAY(SELECT v_head + i FROM generate_series(1, n) AS i), types, payloads, metadatas) x;
+        PERFORM ledger.apply_processes(pg_current_xact_id(), v_first - 1, pg_current_xact_id(), v_last);
     END IF;
     RETURN p.state;
 END $$;
@@ -903,11 +1476,13 @@ END $$;
 
 CREATE FUNCTION ledger.process_start(p_handle uuid, p_request_id uuid, p_mode text, p_tier text, p_command text, p_owner text, p_pid integer, p_pid_start bigint, p_started_at timestamp with time zone, p_expires_at timestamp with time zone, p_payload text, p_metadata text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     AS $$
 DECLARE
-    r  record;
-    pj json := p_payload::json;
+    r       record;
+    pj      jsonb;
+    v_first bigint;
+    v_last  bigint;
 BEGIN
     SELECT s.principal, s.run_id INTO r
     FROM ledger.queue q JOIN ledger.request_status s ON s.id = q.id
@@ -920,18 +1495,30 @@ BEGIN
         RAISE EXCEPTION 'ledger.process_start: request % has no run; a background process needs one', p_request_id
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    pj := p_payload::jsonb;
+    IF jsonb_typeof(pj) IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'ledger.process_start: process.started''s payload must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF (pj ->> 'handle') IS DISTINCT FROM p_handle::text OR (pj ->> 'request_id') IS DISTINCT FROM p_request_id::text
        OR (pj ->> 'principal') IS DISTINCT FROM r.principal OR (pj ->> 'run_id') IS DISTINCT FROM r.run_id THEN
         RAISE EXCEPTION 'ledger.process_start: process.started must name handle %, request %, principal % and run %',
             p_handle, p_request_id, r.principal, r.run_id
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    INSERT INTO ledger.processes (handle, principal, run_id, request_id, mode, tier, command, owner, owner_role, pid, pid_start,
-                                  started_at, expires_at)
-    VALUES (p_handle, r.principal, r.run_id, p_request_id, p_mode, p_tier, p_command, p_owner, session_user, p_pid, p_pid_start,
-            p_started_at, p_expires_at);
-    PERFORM ledger.insert_events(ARRAY['process:' || p_handle], ARRAY[1::bigint], ARRAY['process.started'],
-                                 ARRAY[p_payload], ARRAY[p_metadata]);
+    IF (pj ->> 'mode') IS DISTINCT FROM p_mode OR (pj ->> 'tier') IS DISTINCT FROM p_tier
+       OR (pj ->> 'command') IS DISTINCT FROM p_command OR (pj ->> 'owner') IS DISTINCT FROM p_owner
+       OR (pj ->> 'pid')::int IS DISTINCT FROM p_pid OR (pj ->> 'pid_start')::bigint IS DISTINCT FROM p_pid_start
+       OR (pj ->> 'started_at')::timestamptz IS DISTINCT FROM p_started_at
+       OR (pj ->> 'expires_at')::timestamptz IS DISTINCT FROM p_expires_at THEN
+        RAISE EXCEPTION 'ledger.process_start: process.started must say the mode, tier, command, owner, pid, pid_start, started_at and expires_at it is recorded with'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    pj := jsonb_set(pj, '{owner_role}', to_jsonb(session_user::text));
+    SELECT min(x."position"), max(x."position") INTO v_first, v_last
+    FROM ledger.insert_events(ARRAY['process:' || p_handle], ARRAY[1::bigint], ARRAY['process.started'],
+                              ARRAY[pj::text], ARRAY[p_metadata]) x;
+    PERFORM ledger.apply_processes(pg_current_xact_id(), v_first - 1, pg_current_xact_id(), v_last);
 END $$;
 
 
@@ -958,6 +1545,40 @@ BEGIN
             USING ERRCODE = 'serialization_failure';
     END IF;
 END $$;
+
+
+--
+-- Name: projection_apply(text, xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_apply(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    CASE p_name
+        WHEN 'requests' THEN RETURN ledger.apply_requests(p_from_tx, p_from_pos, p_to_tx, p_to_pos);
+        WHEN 'runs' THEN RETURN ledger.apply_runs(p_from_tx, p_from_pos, p_to_tx, p_to_pos);
+        WHEN 'processes' THEN RETURN ledger.apply_processes(p_from_tx, p_from_pos, p_to_tx, p_to_pos);
+        WHEN 'audit_trail' THEN RETURN ledger.apply_audit_trail(p_from_tx, p_from_pos, p_to_tx, p_to_pos);
+        WHEN 'quota_usage' THEN RETURN ledger.apply_quota_usage(p_from_tx, p_from_pos, p_to_tx, p_to_pos);
+        WHEN 'skill_status' THEN RETURN ledger.apply_skill_status(p_from_tx, p_from_pos, p_to_tx, p_to_pos);
+        ELSE RAISE EXCEPTION 'ledger: no projection %', p_name USING ERRCODE = 'undefined_object';
+    END CASE;
+END $$;
+
+
+--
+-- Name: projection_event(text, text, json); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_event(p_name text, p_type text, p_payload json) RETURNS void
+    LANGUAGE sql
+    AS $$
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('projection:' || p_name,
+            coalesce((SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'projection:' || p_name), 0) + 1,
+            p_type, p_payload, json_build_object('actor', session_user, 'login_role', session_user));
+$$;
 
 
 --
@@ -991,6 +1612,187 @@ BEGIN
                               'event_type', p_type, 'error', v_error,
                               'checkpoint', json_build_object('tx_id', v_p.tx_id::text, 'position', v_p.position)),
             json_build_object('actor', session_user, 'login_role', session_user));
+END $$;
+
+
+--
+-- Name: projection_rebuild_abort(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_rebuild_abort(p_name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    AS $$
+DECLARE
+    p record;
+    t text;
+BEGIN
+    SELECT * INTO p FROM ledger.projections x WHERE x.name = p_name FOR UPDATE;
+    IF NOT FOUND OR p.rebuild_tx_id IS NULL THEN
+        RETURN false;
+    END IF;
+    FOREACH t IN ARRAY p.tables LOOP
+        EXECUTE format('DROP TABLE IF EXISTS ledger_rebuild.%I', t);
+    END LOOP;
+    UPDATE ledger.projections
+    SET rebuild_tx_id = NULL, rebuild_position = NULL, rebuild_applied = NULL, rebuild_started_at = NULL
+    WHERE name = p_name;
+    RETURN true;
+END $$;
+
+
+--
+-- Name: projection_rebuild_begin(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_rebuild_begin(p_name text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    AS $$
+DECLARE
+    p record;
+    t text;
+BEGIN
+    SELECT * INTO p FROM ledger.projections x WHERE x.name = p_name FOR UPDATE;
+    IF NOT FOUND OR cardinality(p.tables) = 0 THEN
+        RAISE EXCEPTION 'ledger.projection_rebuild_begin: no SQL projection %', p_name USING ERRCODE = 'no_data_found';
+    END IF;
+    -- Shadow tables are unlogged (a rebuild writes each row twice, once
+    -- there and once in the swap), and PostgreSQL empties unlogged tables
+    -- when it recovers from a crash: a rebuild begun before the server
+    -- last started is begun again.
+    IF p.rebuild_tx_id IS NOT NULL AND p.rebuild_started_at > pg_postmaster_start_time() AND NOT EXISTS (
+        SELECT 1 FROM unnest(p.tables) x WHERE to_regclass(format('ledger_rebuild.%I', x)) IS NULL) THEN
+        RETURN 'resumed';
+    END IF;
+    FOREACH t IN ARRAY p.tables LOOP
+        EXECUTE format('DROP TABLE IF EXISTS ledger_rebuild.%I', t);
+        EXECUTE format('CREATE UNLOGGED TABLE ledger_rebuild.%I (LIKE ledger.%I INCLUDING ALL)', t, t);
+    END LOOP;
+    UPDATE ledger.projections
+    SET rebuild_tx_id = '0', rebuild_position = 0, rebuild_applied = 0, rebuild_started_at = clock_timestamp()
+    WHERE name = p_name;
+    PERFORM ledger.projection_event(p_name, 'projection.rebuild_started', json_build_object('projection', p_name));
+    RETURN 'started';
+END $$;
+
+
+--
+-- Name: projection_rebuild_step(text, integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_rebuild_step(p_name text, p_max integer) RETURNS TABLE(tx_id text, "position" bigint, applied bigint, head bigint, caught_up boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
+    p         record;
+    v_to      record;
+    v_count   bigint;
+    n         bigint;
+BEGIN
+    SELECT * INTO p FROM ledger.projections x WHERE x.name = p_name FOR UPDATE;
+    IF NOT FOUND OR p.rebuild_tx_id IS NULL THEN
+        RAISE EXCEPTION 'ledger.projection_rebuild_step: no rebuild of % in progress', p_name
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF p.rebuild_started_at <= pg_postmaster_start_time() THEN
+        RAISE EXCEPTION 'ledger.projection_rebuild_step: PostgreSQL restarted during the rebuild of %, whose unlogged shadow tables may have been emptied', p_name
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'run the rebuild again: it begins anew';
+    END IF;
+    SELECT e.tx_id, e.position, e.n INTO v_to
+    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
+          WHERE (e.tx_id, e.position) > (p.rebuild_tx_id, p.rebuild_position) AND e.tx_id < v_horizon
+          ORDER BY e.tx_id, e.position LIMIT p_max) e
+    ORDER BY e.n DESC LIMIT 1;
+    SELECT max(e.position) INTO head FROM ledger.events e;
+    IF v_to IS NULL THEN
+        RETURN QUERY SELECT p.rebuild_tx_id::text, p.rebuild_position, p.rebuild_applied, coalesce(head, 0), true;
+        RETURN;
+    END IF;
+    v_count := v_to.n;
+    PERFORM set_config('search_path', 'pg_catalog, ledger_rebuild, ledger, pg_temp', true);
+    n := ledger.projection_apply(p_name, p.rebuild_tx_id, p.rebuild_position, v_to.tx_id, v_to.position);
+    PERFORM set_config('search_path', 'pg_catalog, ledger, pg_temp', true);
+    UPDATE ledger.projections x
+    SET rebuild_tx_id = v_to.tx_id, rebuild_position = v_to.position, rebuild_applied = x.rebuild_applied + v_count
+    WHERE x.name = p_name;
+    RETURN QUERY SELECT v_to.tx_id::text, v_to.position, p.rebuild_applied + v_count, coalesce(head, 0), v_count < p_max;
+END $$;
+
+
+--
+-- Name: projection_rebuild_swap(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_rebuild_swap(p_name text) RETURNS TABLE(tx_id text, "position" bigint, rows_copied bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    p     record;
+    t     text;
+    v_tx  xid8;
+    v_pos bigint;
+    cols  text;
+    n    bigint := 0;
+    c    bigint;
+BEGIN
+    SELECT * INTO p FROM ledger.projections x WHERE x.name = p_name FOR UPDATE;
+    IF NOT FOUND OR p.rebuild_tx_id IS NULL THEN
+        RAISE EXCEPTION 'ledger.projection_rebuild_swap: no rebuild of % in progress', p_name
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF p.rebuild_started_at <= pg_postmaster_start_time() THEN
+        RAISE EXCEPTION 'ledger.projection_rebuild_swap: PostgreSQL restarted during the rebuild of %, whose unlogged shadow tables may have been emptied', p_name
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'run the rebuild again: it begins anew';
+    END IF;
+    FOREACH t IN ARRAY p.tables LOOP
+        IF to_regclass(format('ledger_rebuild.%I', t)) IS NULL THEN
+            RAISE EXCEPTION 'ledger.projection_rebuild_swap: shadow table ledger_rebuild.% is gone; begin the rebuild again', t
+                USING ERRCODE = 'object_not_in_prerequisite_state';
+        END IF;
+        EXECUTE format('LOCK TABLE ledger.%I IN EXCLUSIVE MODE', t);
+    END LOOP;
+    IF p.mode = 'inline' THEN
+        SELECT e.tx_id, e.position INTO v_tx, v_pos FROM ledger.events e ORDER BY e.tx_id DESC, e.position DESC LIMIT 1;
+    ELSE
+        SELECT e.tx_id, e.position INTO v_tx, v_pos FROM ledger.events e
+        WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY e.tx_id DESC, e.position DESC LIMIT 1;
+    END IF;
+    IF v_tx IS NULL OR (v_tx, v_pos) <= (p.rebuild_tx_id, p.rebuild_position) THEN
+        v_tx := p.rebuild_tx_id;
+        v_pos := p.rebuild_position;
+    ELSE
+        PERFORM set_config('search_path', 'pg_catalog, ledger_rebuild, ledger, pg_temp', true);
+        PERFORM ledger.projection_apply(p_name, p.rebuild_tx_id, p.rebuild_position, v_tx, v_pos);
+        PERFORM set_config('search_path', 'pg_catalog, ledger, pg_temp', true);
+    END IF;
+    FOREACH t IN ARRAY p.tables LOOP
+        SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO cols
+        FROM pg_attribute a
+        WHERE a.attrelid = format('ledger.%I', t)::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '';
+        EXECUTE format('TRUNCATE ledger.%I', t);
+        EXECUTE format('INSERT INTO ledger.%I (%s) SELECT %s FROM ledger_rebuild.%I', t, cols, cols, t);
+        GET DIAGNOSTICS c = ROW_COUNT;
+        n := n + c;
+        EXECUTE format('DROP TABLE ledger_rebuild.%I', t);
+    END LOOP;
+    UPDATE ledger.projections x
+    SET rebuild_tx_id = NULL, rebuild_position = NULL, rebuild_applied = NULL, rebuild_started_at = NULL,
+        tx_id = CASE WHEN p.mode = 'async' THEN v_tx ELSE x.tx_id END,
+        position = CASE WHEN p.mode = 'async' THEN v_pos ELSE x.position END,
+        state = 'active', failed_tx_id = NULL, failed_position = NULL, failed_type = NULL, last_error = NULL,
+        updated_at = clock_timestamp()
+    WHERE x.name = p_name;
+    PERFORM ledger.projection_event(p_name, 'projection.rebuilt',
+        json_build_object('projection', p_name, 'tx_id', v_tx::text, 'position', v_pos, 'rows', n,
+                          'started_at', p.rebuild_started_at));
+    RETURN QUERY SELECT v_tx::text, v_pos, n;
 END $$;
 
 
@@ -1042,6 +1844,113 @@ BEGIN
             json_build_object('actor', session_user, 'login_role', session_user));
     RETURN true;
 END $$;
+
+
+--
+-- Name: projection_step(text, xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    AS $$
+DECLARE
+    v_mode text;
+    n      bigint;
+BEGIN
+    IF p_to_tx >= pg_snapshot_xmin(pg_current_snapshot()) THEN
+        RAISE EXCEPTION 'ledger.projection_step: % cannot move to (%, %): that transaction may not be the last before it',
+            p_name, p_to_tx, p_to_pos USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.tx_id = p_to_tx AND e.position = p_to_pos) THEN
+        RAISE EXCEPTION 'ledger.projection_step: (%, %) is not an event of the log', p_to_tx, p_to_pos
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT p.mode INTO v_mode FROM ledger.projections p WHERE p.name = p_name;
+    IF v_mode IS DISTINCT FROM 'async' THEN
+        RAISE EXCEPTION 'ledger.projection_step: % is not an asynchronous projection', p_name
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The move first: it locks the checkpoint row, so two runners never
+    -- apply the same events at once.
+    PERFORM ledger.projection_advance(p_name, p_from_tx, p_from_pos, p_to_tx, p_to_pos, 0);
+    n := ledger.projection_apply(p_name, p_from_tx, p_from_pos, p_to_tx, p_to_pos);
+    UPDATE ledger.projections SET applied_total = applied_total + n WHERE name = p_name;
+    RETURN n;
+END $$;
+
+
+--
+-- Name: projection_verify(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_verify(p_name text) RETURNS TABLE(table_name text, live_rows bigint, rebuilt_rows bigint, live_digest text, rebuilt_digest text, first_difference text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    AS $_$
+DECLARE
+    p        record;
+    t        text;
+    v_to_tx  xid8;
+    v_to_pos bigint;
+    v_tx     xid8 := '0';
+    v_pos    bigint := 0;
+    v_n_tx   xid8;
+    v_n_pos  bigint;
+    pk       text;
+BEGIN
+    IF current_setting('transaction_isolation') NOT IN ('repeatable read', 'serializable') THEN
+        RAISE EXCEPTION 'ledger.projection_verify: run it in a REPEATABLE READ transaction, so that the live tables and the log are read at one moment'
+            USING ERRCODE = 'invalid_transaction_state';
+    END IF;
+    SELECT * INTO p FROM ledger.projections x WHERE x.name = p_name;
+    IF NOT FOUND OR cardinality(p.tables) = 0 THEN
+        RAISE EXCEPTION 'ledger.projection_verify: no SQL projection %', p_name USING ERRCODE = 'no_data_found';
+    END IF;
+    IF p.mode = 'inline' THEN
+        SELECT e.tx_id, e.position INTO v_to_tx, v_to_pos FROM ledger.events e ORDER BY e.tx_id DESC, e.position DESC LIMIT 1;
+    ELSE
+        v_to_tx := p.tx_id;
+        v_to_pos := p.position;
+    END IF;
+    FOREACH t IN ARRAY p.tables LOOP
+        EXECUTE format('DROP TABLE IF EXISTS pg_temp.%I', t);
+        EXECUTE format('CREATE TEMP TABLE %I (LIKE ledger.%I INCLUDING ALL) ON COMMIT DROP', t, t);
+    END LOOP;
+    LOOP
+        EXIT WHEN v_to_tx IS NULL;
+        SELECT e.tx_id, e.position INTO v_n_tx, v_n_pos
+        FROM (SELECT e.tx_id, e.position FROM ledger.events e
+              WHERE (e.tx_id, e.position) > (v_tx, v_pos) AND (e.tx_id, e.position) <= (v_to_tx, v_to_pos)
+              ORDER BY e.tx_id, e.position LIMIT 50000) e
+        ORDER BY e.tx_id DESC, e.position DESC LIMIT 1;
+        EXIT WHEN NOT FOUND;
+        PERFORM set_config('search_path', 'pg_catalog, pg_temp, ledger', true);
+        PERFORM ledger.projection_apply(p_name, v_tx, v_pos, v_n_tx, v_n_pos);
+        PERFORM set_config('search_path', 'pg_catalog, ledger, pg_temp', true);
+        v_tx := v_n_tx;
+        v_pos := v_n_pos;
+    END LOOP;
+    FOREACH t IN ARRAY p.tables LOOP
+        SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY k.ord) INTO pk
+        FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+        JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+        WHERE i.indrelid = format('ledger.%I', t)::regclass AND i.indisprimary;
+        RETURN QUERY EXECUTE format($q$
+            WITH l AS MATERIALIZED (SELECT jsonb_build_array(%1$s)::text AS k, t::text AS r FROM ledger.%2$I t),
+                 s AS MATERIALIZED (SELECT jsonb_build_array(%1$s)::text AS k, t::text AS r FROM pg_temp.%2$I t)
+            SELECT %3$L::text, (SELECT count(*) FROM l), (SELECT count(*) FROM s),
+                   (SELECT md5(coalesce(string_agg(md5(r), '' ORDER BY k), '')) FROM l),
+                   (SELECT md5(coalesce(string_agg(md5(r), '' ORDER BY k), '')) FROM s),
+                   (SELECT left('row ' || coalesce(l.k, s.k) || ': ' ||
+                                CASE WHEN l.k IS NULL THEN 'only in the rebuilt table: ' || s.r
+                                     WHEN s.k IS NULL THEN 'only in the live table: ' || l.r
+                                     ELSE 'live ' || l.r || ' <> rebuilt ' || s.r END, 4000)
+                    FROM l FULL JOIN s ON l.k = s.k WHERE l.r IS DISTINCT FROM s.r
+                    ORDER BY coalesce(l.k, s.k) LIMIT 1)
+            $q$, pk, t, t);
+    END LOOP;
+END $_$;
 
 
 SET default_table_access_method = heap;
@@ -1140,12 +2049,14 @@ $$;
 
 CREATE FUNCTION ledger.set_run_budget(run_id text, max_calls integer) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     AS $_$
 #variable_conflict use_column
 DECLARE
     v_principal text := ledger.current_principal();
     v_version   bigint;
+    v_stream    text;
+    v_pos       bigint;
 BEGIN
     IF v_principal IS NULL THEN
         RAISE EXCEPTION 'ledger.set_run_budget: login role "%" is not mapped to a principal', session_user
@@ -1159,14 +2070,15 @@ BEGIN
         RAISE EXCEPTION 'ledger.set_run_budget: max_calls must be between 0 and 1000000, got %', coalesce(max_calls::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    INSERT INTO ledger.runs AS r (principal, run_id, max_calls, version)
-    VALUES (v_principal, set_run_budget.run_id, set_run_budget.max_calls, 1)
-    ON CONFLICT (principal, run_id) DO UPDATE SET max_calls = EXCLUDED.max_calls, version = r.version + 1
-    RETURNING r.version INTO v_version;
+    v_stream := 'run:' || v_principal || '/' || set_run_budget.run_id;
+    PERFORM pg_advisory_xact_lock(hashtextextended(v_stream, 0));
+    SELECT coalesce(max(e.version), 0) + 1 INTO v_version FROM ledger.events e WHERE e.stream = v_stream;
     INSERT INTO ledger.events (stream, version, type, payload, metadata)
-    VALUES ('run:' || v_principal || '/' || set_run_budget.run_id, v_version, 'run.budget_set',
+    VALUES (v_stream, v_version, 'run.budget_set',
             json_build_object('principal', v_principal, 'run_id', set_run_budget.run_id, 'max_calls', set_run_budget.max_calls),
-            json_build_object('actor', v_principal, 'login_role', session_user));
+            json_build_object('actor', v_principal, 'login_role', session_user))
+    RETURNING "position" INTO v_pos;
+    PERFORM ledger.apply_runs(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
 END $_$;
 
 
@@ -1176,7 +2088,7 @@ END $_$;
 
 CREATE FUNCTION ledger.submit(tool text, input jsonb, run_id text DEFAULT NULL::text, idempotency_key text DEFAULT NULL::text, context jsonb DEFAULT '{}'::jsonb) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     AS $_$
 #variable_conflict use_column
 DECLARE
@@ -1191,6 +2103,7 @@ DECLARE
     v_payload   text;
     v_meta      text;
     v_bad       text;
+    v_pos       bigint;
 BEGIN
     SELECT p.principal, p.channel, p.device INTO v_principal, v_channel, v_device
     FROM ledger.principals p WHERE p.login_role = session_user;
@@ -1269,21 +2182,24 @@ BEGIN
     v_digest := sha256(convert_to(v_input, 'UTF8'));
     v_id := ledger.uuid_v7();
 
-    INSERT INTO ledger.request_status AS r (id, principal, tool, run_id, idempotency_key, input_digest)
-    VALUES (v_id, v_principal, submit.tool, submit.run_id, submit.idempotency_key, v_digest)
-    ON CONFLICT (principal, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
-    IF NOT FOUND THEN
+    -- A repeated idempotency key returns the first request. The key's
+    -- advisory lock orders two submits of one key: the second sees the
+    -- first's row once it has committed.
+    IF submit.idempotency_key IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('idempotency:' || v_principal || '/' || submit.idempotency_key, 0));
         SELECT r.id, r.tool, r.input_digest, r.run_id INTO v_existing
         FROM ledger.request_status r
         WHERE r.principal = v_principal AND r.idempotency_key = submit.idempotency_key;
-        IF v_existing.tool <> submit.tool OR v_existing.input_digest <> v_digest
-           OR v_existing.run_id IS DISTINCT FROM submit.run_id THEN
-            RAISE EXCEPTION 'ledger.submit: idempotency key % already names request %, which has another tool, input or run_id',
-                quote_literal(idempotency_key), v_existing.id
-                USING ERRCODE = 'unique_violation',
-                      HINT = 'a retry must repeat the same tool, input and run_id';
+        IF FOUND THEN
+            IF v_existing.tool <> submit.tool OR v_existing.input_digest <> v_digest
+               OR v_existing.run_id IS DISTINCT FROM submit.run_id THEN
+                RAISE EXCEPTION 'ledger.submit: idempotency key % already names request %, which has another tool, input or run_id',
+                    quote_literal(idempotency_key), v_existing.id
+                    USING ERRCODE = 'unique_violation',
+                          HINT = 'a retry must repeat the same tool, input and run_id';
+            END IF;
+            RETURN v_existing.id;
         END IF;
-        RETURN v_existing.id;
     END IF;
 
     v_payload := json_build_object(
@@ -1301,7 +2217,9 @@ BEGIN
         'login_role', session_user,
         'correlation_id', v_id)::text;
     INSERT INTO ledger.events (stream, version, type, payload, metadata)
-    VALUES ('request:' || v_id, 1, 'tool.requested', v_payload::json, v_meta::json);
+    VALUES ('request:' || v_id, 1, 'tool.requested', v_payload::json, v_meta::json)
+    RETURNING "position" INTO v_pos;
+    PERFORM ledger.apply_requests(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
 
     INSERT INTO ledger.queue (id) VALUES (v_id);
 
@@ -1382,6 +2300,46 @@ CREATE FUNCTION ledger.uuid_v7() RETURNS uuid
                 1, 6),
             52, 1), 53, 1), 'hex')::pg_catalog.uuid
 $$;
+
+
+--
+-- Name: audit_trail; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.audit_trail (
+    "position" bigint NOT NULL,
+    tx_id xid8 NOT NULL,
+    recorded_at timestamp with time zone NOT NULL,
+    kind text NOT NULL,
+    event_type text NOT NULL,
+    request_id uuid NOT NULL,
+    principal text NOT NULL,
+    tool text NOT NULL,
+    run_id text,
+    attempt integer,
+    decision text,
+    stage text,
+    reason_code text,
+    determining_policies text[],
+    policy_digest text,
+    approver text,
+    state text,
+    tier text,
+    error_kind text,
+    resources jsonb,
+    output_bytes bigint,
+    attestation_digest text,
+    attestation_position bigint,
+    request_position bigint NOT NULL,
+    CONSTRAINT audit_trail_kind_check CHECK ((kind = ANY (ARRAY['decision'::text, 'outcome'::text])))
+);
+
+
+--
+-- Name: TABLE audit_trail; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.audit_trail IS 'One row per authorization decision and per outcome; projection audit_trail.';
 
 
 --
@@ -1515,8 +2473,16 @@ CREATE TABLE ledger.projections (
     failed_type text,
     last_error text,
     updated_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    mode text DEFAULT 'async'::text NOT NULL,
+    tables text[] DEFAULT '{}'::text[] NOT NULL,
+    rebuild_tx_id xid8,
+    rebuild_position bigint,
+    rebuild_applied bigint,
+    rebuild_started_at timestamp with time zone,
     CONSTRAINT projections_failure_check CHECK ((((state = 'active'::text) AND (failed_tx_id IS NULL) AND (failed_position IS NULL) AND (failed_type IS NULL) AND (last_error IS NULL)) OR ((state = 'failed'::text) AND (failed_tx_id IS NOT NULL) AND (failed_position IS NOT NULL) AND (last_error IS NOT NULL)))),
+    CONSTRAINT projections_mode_check CHECK ((mode = ANY (ARRAY['inline'::text, 'async'::text]))),
     CONSTRAINT projections_name_check CHECK (((name ~ '^[a-z][a-z0-9_]*$'::text) AND (octet_length(name) <= 63))),
+    CONSTRAINT projections_rebuild_check CHECK (((rebuild_tx_id IS NULL) = (rebuild_position IS NULL))),
     CONSTRAINT projections_state_check CHECK ((state = ANY (ARRAY['active'::text, 'failed'::text])))
 );
 
@@ -1554,6 +2520,27 @@ COMMENT ON COLUMN ledger.projections."position" IS 'Checkpoint: position of the 
 --
 
 COMMENT ON COLUMN ledger.projections.applied_total IS 'Events handed to the projection''s apply functions and committed.';
+
+
+--
+-- Name: COLUMN projections.mode; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.projections.mode IS 'inline: applied by the writers in their transactions; async: by the engine.';
+
+
+--
+-- Name: COLUMN projections.tables; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.projections.tables IS 'Tables in schema ledger the projection owns.';
+
+
+--
+-- Name: COLUMN projections.rebuild_tx_id; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.projections.rebuild_tx_id IS 'A rebuild in progress: its cursor (with rebuild_position); shadow tables in schema ledger_rebuild.';
 
 
 --
@@ -1617,6 +2604,117 @@ CREATE UNLOGGED TABLE ledger.queue_waiters (
 --
 
 COMMENT ON TABLE ledger.queue_waiters IS 'Idle executors asking submit to NOTIFY ledger_request_pending.';
+
+
+--
+-- Name: quota_denials; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.quota_denials (
+    principal text NOT NULL,
+    run_id text NOT NULL,
+    reason text NOT NULL,
+    denied bigint DEFAULT 0 NOT NULL
+);
+
+
+--
+-- Name: TABLE quota_denials; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.quota_denials IS 'Denied calls per principal, run and reason; projection quota_usage.';
+
+
+--
+-- Name: quota_usage; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.quota_usage (
+    principal text NOT NULL,
+    calls_requested bigint DEFAULT 0 NOT NULL,
+    calls_allowed bigint DEFAULT 0 NOT NULL,
+    calls_denied bigint DEFAULT 0 NOT NULL,
+    budget_exhausted bigint DEFAULT 0 NOT NULL,
+    calls_finished bigint DEFAULT 0 NOT NULL,
+    calls_failed bigint DEFAULT 0 NOT NULL,
+    fuel bigint DEFAULT 0 NOT NULL,
+    cpu_ms bigint DEFAULT 0 NOT NULL,
+    wall_ms bigint DEFAULT 0 NOT NULL,
+    output_bytes bigint DEFAULT 0 NOT NULL,
+    egress_connections bigint DEFAULT 0 NOT NULL,
+    egress_refused bigint DEFAULT 0 NOT NULL,
+    egress_bytes bigint DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: TABLE quota_usage; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.quota_usage IS 'Calls and resource use per principal; projection quota_usage.';
+
+
+--
+-- Name: quota_usage_buckets; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.quota_usage_buckets (
+    principal text NOT NULL,
+    bucket text NOT NULL,
+    bucket_start timestamp with time zone NOT NULL,
+    calls_allowed bigint DEFAULT 0 NOT NULL,
+    calls_denied bigint DEFAULT 0 NOT NULL,
+    fuel bigint DEFAULT 0 NOT NULL,
+    cpu_ms bigint DEFAULT 0 NOT NULL,
+    wall_ms bigint DEFAULT 0 NOT NULL,
+    output_bytes bigint DEFAULT 0 NOT NULL,
+    egress_connections bigint DEFAULT 0 NOT NULL,
+    egress_bytes bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT quota_usage_buckets_bucket_check CHECK ((bucket = ANY (ARRAY['minute'::text, 'hour'::text, 'day'::text])))
+);
+
+
+--
+-- Name: TABLE quota_usage_buckets; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.quota_usage_buckets IS 'Use per principal in minute, hour and day buckets (UTC); projection quota_usage.';
+
+
+--
+-- Name: quota_usage_runs; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.quota_usage_runs (
+    principal text NOT NULL,
+    run_id text NOT NULL,
+    budget_limit integer,
+    budget_used integer DEFAULT 0 NOT NULL,
+    budget_remaining integer GENERATED ALWAYS AS (GREATEST((budget_limit - budget_used), 0)) STORED,
+    ended_at timestamp with time zone,
+    calls_requested bigint DEFAULT 0 NOT NULL,
+    calls_allowed bigint DEFAULT 0 NOT NULL,
+    calls_denied bigint DEFAULT 0 NOT NULL,
+    budget_exhausted bigint DEFAULT 0 NOT NULL,
+    calls_finished bigint DEFAULT 0 NOT NULL,
+    calls_failed bigint DEFAULT 0 NOT NULL,
+    fuel bigint DEFAULT 0 NOT NULL,
+    cpu_ms bigint DEFAULT 0 NOT NULL,
+    wall_ms bigint DEFAULT 0 NOT NULL,
+    output_bytes bigint DEFAULT 0 NOT NULL,
+    egress_connections bigint DEFAULT 0 NOT NULL,
+    egress_refused bigint DEFAULT 0 NOT NULL,
+    egress_bytes bigint DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: TABLE quota_usage_runs; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.quota_usage_runs IS 'Budget and use per (principal, run); projection quota_usage.';
 
 
 --
@@ -1705,6 +2803,33 @@ COMMENT ON TABLE ledger.runs IS 'Per-run call budgets; derived from run.* and bu
 
 
 --
+-- Name: skill_status; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.skill_status (
+    skill_id text NOT NULL,
+    version text,
+    publisher text,
+    artifact_digest text,
+    status text NOT NULL,
+    installed_by text,
+    approvals text[] DEFAULT '{}'::text[] NOT NULL,
+    failed_checks jsonb,
+    stream_version bigint NOT NULL,
+    installed_at timestamp with time zone,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT skill_status_status_check CHECK ((status = ANY (ARRAY['installed'::text, 'verified'::text, 'quarantined'::text, 'approved'::text, 'enabled'::text, 'disabled'::text, 'removed'::text])))
+);
+
+
+--
+-- Name: TABLE skill_status; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.skill_status IS 'One row per skill: its lifecycle state; projection skill_status.';
+
+
+--
 -- Name: skill_storage; Type: TABLE; Schema: ledger; Owner: -
 --
 
@@ -1730,6 +2855,14 @@ COMMENT ON TABLE ledger.skill_storage IS 'Values of tier A skills'' storage capa
 CREATE TABLE public.execledger_schema_version (
     version integer NOT NULL
 );
+
+
+--
+-- Name: audit_trail audit_trail_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.audit_trail
+    ADD CONSTRAINT audit_trail_pkey PRIMARY KEY ("position", kind);
 
 
 --
@@ -1797,6 +2930,38 @@ ALTER TABLE ONLY ledger.queue_waiters
 
 
 --
+-- Name: quota_denials quota_denials_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.quota_denials
+    ADD CONSTRAINT quota_denials_pkey PRIMARY KEY (principal, run_id, reason);
+
+
+--
+-- Name: quota_usage_buckets quota_usage_buckets_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.quota_usage_buckets
+    ADD CONSTRAINT quota_usage_buckets_pkey PRIMARY KEY (principal, bucket, bucket_start);
+
+
+--
+-- Name: quota_usage quota_usage_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.quota_usage
+    ADD CONSTRAINT quota_usage_pkey PRIMARY KEY (principal);
+
+
+--
+-- Name: quota_usage_runs quota_usage_runs_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.quota_usage_runs
+    ADD CONSTRAINT quota_usage_runs_pkey PRIMARY KEY (principal, run_id);
+
+
+--
 -- Name: request_status request_status_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
 --
 
@@ -1813,11 +2978,40 @@ ALTER TABLE ONLY ledger.runs
 
 
 --
+-- Name: skill_status skill_status_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skill_status
+    ADD CONSTRAINT skill_status_pkey PRIMARY KEY (skill_id);
+
+
+--
 -- Name: skill_storage skill_storage_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
 --
 
 ALTER TABLE ONLY ledger.skill_storage
     ADD CONSTRAINT skill_storage_pkey PRIMARY KEY (key);
+
+
+--
+-- Name: audit_trail_principal_time_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX audit_trail_principal_time_idx ON ledger.audit_trail USING btree (principal, recorded_at);
+
+
+--
+-- Name: audit_trail_request_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX audit_trail_request_idx ON ledger.audit_trail USING btree (request_id, "position");
+
+
+--
+-- Name: audit_trail_time_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX audit_trail_time_idx ON ledger.audit_trail USING btree (recorded_at);
 
 
 --
@@ -1911,6 +3105,134 @@ ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_update;
 
 
 --
+-- Name: audit_trail; Type: ROW SECURITY; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.audit_trail ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: audit_trail audit_trail_all; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY audit_trail_all ON ledger.audit_trail FOR SELECT TO ledger_auditor, ledger_admin USING (true);
+
+
+--
+-- Name: audit_trail audit_trail_own; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY audit_trail_own ON ledger.audit_trail FOR SELECT TO ledger_submitter USING ((principal = ( SELECT ledger.current_principal() AS current_principal)));
+
+
+--
+-- Name: quota_denials; Type: ROW SECURITY; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.quota_denials ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: quota_denials quota_denials_all; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_denials_all ON ledger.quota_denials FOR SELECT TO ledger_executor, ledger_auditor, ledger_admin USING (true);
+
+
+--
+-- Name: quota_denials quota_denials_own; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_denials_own ON ledger.quota_denials FOR SELECT TO ledger_submitter USING ((principal = ( SELECT ledger.current_principal() AS current_principal)));
+
+
+--
+-- Name: quota_denials quota_denials_reader; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_denials_reader ON ledger.quota_denials FOR SELECT TO ledger_reader USING (true);
+
+
+--
+-- Name: quota_usage; Type: ROW SECURITY; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.quota_usage ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: quota_usage quota_usage_all; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_usage_all ON ledger.quota_usage FOR SELECT TO ledger_executor, ledger_auditor, ledger_admin USING (true);
+
+
+--
+-- Name: quota_usage_buckets; Type: ROW SECURITY; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.quota_usage_buckets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: quota_usage_buckets quota_usage_buckets_all; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_usage_buckets_all ON ledger.quota_usage_buckets FOR SELECT TO ledger_executor, ledger_auditor, ledger_admin USING (true);
+
+
+--
+-- Name: quota_usage_buckets quota_usage_buckets_own; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_usage_buckets_own ON ledger.quota_usage_buckets FOR SELECT TO ledger_submitter USING ((principal = ( SELECT ledger.current_principal() AS current_principal)));
+
+
+--
+-- Name: quota_usage_buckets quota_usage_buckets_reader; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_usage_buckets_reader ON ledger.quota_usage_buckets FOR SELECT TO ledger_reader USING (true);
+
+
+--
+-- Name: quota_usage quota_usage_own; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_usage_own ON ledger.quota_usage FOR SELECT TO ledger_submitter USING ((principal = ( SELECT ledger.current_principal() AS current_principal)));
+
+
+--
+-- Name: quota_usage quota_usage_reader; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_usage_reader ON ledger.quota_usage FOR SELECT TO ledger_reader USING (true);
+
+
+--
+-- Name: quota_usage_runs; Type: ROW SECURITY; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.quota_usage_runs ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: quota_usage_runs quota_usage_runs_all; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_usage_runs_all ON ledger.quota_usage_runs FOR SELECT TO ledger_executor, ledger_auditor, ledger_admin USING (true);
+
+
+--
+-- Name: quota_usage_runs quota_usage_runs_own; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_usage_runs_own ON ledger.quota_usage_runs FOR SELECT TO ledger_submitter USING ((principal = ( SELECT ledger.current_principal() AS current_principal)));
+
+
+--
+-- Name: quota_usage_runs quota_usage_runs_reader; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_usage_runs_reader ON ledger.quota_usage_runs FOR SELECT TO ledger_reader USING (true);
+
+
+--
 -- Name: request_status; Type: ROW SECURITY; Schema: ledger; Owner: -
 --
 
@@ -1939,6 +3261,7 @@ GRANT USAGE ON SCHEMA ledger TO ledger_approver;
 GRANT USAGE ON SCHEMA ledger TO ledger_executor;
 GRANT USAGE ON SCHEMA ledger TO ledger_auditor;
 GRANT USAGE ON SCHEMA ledger TO ledger_admin;
+GRANT USAGE ON SCHEMA ledger TO ledger_reader;
 
 
 --
@@ -1948,6 +3271,48 @@ GRANT USAGE ON SCHEMA ledger TO ledger_admin;
 REVOKE ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) TO ledger_executor;
 GRANT ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_processes(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.apply_processes(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_requests(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.apply_requests(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_runs(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.apply_runs(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
 
 
 --
@@ -2030,6 +3395,13 @@ REVOKE ALL ON FUNCTION ledger.done_channel(p_principal text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.end_run(run_id text, reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.end_run(run_id text, reason text) TO ledger_submitter;
 GRANT ALL ON FUNCTION ledger.end_run(run_id text, reason text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[]) FROM PUBLIC;
 
 
 --
@@ -2146,11 +3518,57 @@ GRANT ALL ON FUNCTION ledger.projection_advance(p_name text, p_from_tx xid8, p_f
 
 
 --
+-- Name: FUNCTION projection_apply(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_apply(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION projection_event(p_name text, p_type text, p_payload json); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_event(p_name text, p_type text, p_payload json) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION projection_fail(p_name text, p_tx xid8, p_position bigint, p_type text, p_error text); Type: ACL; Schema: ledger; Owner: -
 --
 
 REVOKE ALL ON FUNCTION ledger.projection_fail(p_name text, p_tx xid8, p_position bigint, p_type text, p_error text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.projection_fail(p_name text, p_tx xid8, p_position bigint, p_type text, p_error text) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION projection_rebuild_abort(p_name text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_rebuild_abort(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_rebuild_abort(p_name text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION projection_rebuild_begin(p_name text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_rebuild_begin(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_rebuild_begin(p_name text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION projection_rebuild_step(p_name text, p_max integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_rebuild_step(p_name text, p_max integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_rebuild_step(p_name text, p_max integer) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION projection_rebuild_swap(p_name text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_rebuild_swap(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_rebuild_swap(p_name text) TO ledger_admin;
 
 
 --
@@ -2168,6 +3586,23 @@ GRANT ALL ON FUNCTION ledger.projection_register(p_name text) TO ledger_executor
 REVOKE ALL ON FUNCTION ledger.projection_retry(p_name text, p_note text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.projection_retry(p_name text, p_note text) TO ledger_executor;
 GRANT ALL ON FUNCTION ledger.projection_retry(p_name text, p_note text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION projection_verify(p_name text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_verify(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_verify(p_name text) TO ledger_admin;
+GRANT ALL ON FUNCTION ledger.projection_verify(p_name text) TO ledger_auditor;
 
 
 --
@@ -2247,6 +3682,15 @@ REVOKE ALL ON FUNCTION ledger.uuid_v7() FROM PUBLIC;
 
 
 --
+-- Name: TABLE audit_trail; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.audit_trail TO ledger_submitter;
+GRANT SELECT ON TABLE ledger.audit_trail TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.audit_trail TO ledger_admin;
+
+
+--
 -- Name: TABLE principals; Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -2271,6 +3715,7 @@ GRANT SELECT ON TABLE ledger.processes TO ledger_admin;
 GRANT SELECT ON TABLE ledger.projections TO ledger_executor;
 GRANT SELECT ON TABLE ledger.projections TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.projections TO ledger_admin;
+GRANT SELECT ON TABLE ledger.projections TO ledger_reader;
 
 
 --
@@ -2287,6 +3732,50 @@ GRANT SELECT ON TABLE ledger.queue TO ledger_admin;
 --
 
 GRANT SELECT ON TABLE ledger.queue_waiters TO ledger_executor;
+
+
+--
+-- Name: TABLE quota_denials; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.quota_denials TO ledger_submitter;
+GRANT SELECT ON TABLE ledger.quota_denials TO ledger_executor;
+GRANT SELECT ON TABLE ledger.quota_denials TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.quota_denials TO ledger_admin;
+GRANT SELECT ON TABLE ledger.quota_denials TO ledger_reader;
+
+
+--
+-- Name: TABLE quota_usage; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.quota_usage TO ledger_submitter;
+GRANT SELECT ON TABLE ledger.quota_usage TO ledger_executor;
+GRANT SELECT ON TABLE ledger.quota_usage TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.quota_usage TO ledger_admin;
+GRANT SELECT ON TABLE ledger.quota_usage TO ledger_reader;
+
+
+--
+-- Name: TABLE quota_usage_buckets; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.quota_usage_buckets TO ledger_submitter;
+GRANT SELECT ON TABLE ledger.quota_usage_buckets TO ledger_executor;
+GRANT SELECT ON TABLE ledger.quota_usage_buckets TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.quota_usage_buckets TO ledger_admin;
+GRANT SELECT ON TABLE ledger.quota_usage_buckets TO ledger_reader;
+
+
+--
+-- Name: TABLE quota_usage_runs; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.quota_usage_runs TO ledger_submitter;
+GRANT SELECT ON TABLE ledger.quota_usage_runs TO ledger_executor;
+GRANT SELECT ON TABLE ledger.quota_usage_runs TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.quota_usage_runs TO ledger_admin;
+GRANT SELECT ON TABLE ledger.quota_usage_runs TO ledger_reader;
 
 
 --
@@ -2318,6 +3807,17 @@ GRANT SELECT ON TABLE ledger.requests TO ledger_admin;
 GRANT SELECT ON TABLE ledger.runs TO ledger_executor;
 GRANT SELECT ON TABLE ledger.runs TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.runs TO ledger_admin;
+
+
+--
+-- Name: TABLE skill_status; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.skill_status TO ledger_submitter;
+GRANT SELECT ON TABLE ledger.skill_status TO ledger_approver;
+GRANT SELECT ON TABLE ledger.skill_status TO ledger_executor;
+GRANT SELECT ON TABLE ledger.skill_status TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.skill_status TO ledger_admin;
 
 
 --
