@@ -78,6 +78,11 @@ func checkSummary(t *testing.T, mode string, s *Summary) {
 	if (s.EventsPerRequest >= 6) != wantEvents {
 		t.Errorf("%s: %.2f events per request", s.System, s.EventsPerRequest)
 	}
+	// Execledger's asynchronous read models are followed and their lag
+	// sampled; River has none.
+	if (s.ProjectionLag != nil && s.ProjectionLag.Count > 0) != wantEvents {
+		t.Errorf("%s: read model lag %+v", s.System, s.ProjectionLag)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {

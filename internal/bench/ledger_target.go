@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,6 +20,7 @@ import (
 	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/ledger"
 	"github.com/execledger/execledger/migrations"
+	"github.com/execledger/execledger/projector"
 )
 
 // benchPolicy lets the principal "bench" run echo and nothing else.
@@ -30,7 +34,17 @@ type ledgerTarget struct {
 	submitPool *pgxpool.Pool
 	workPool   *pgxpool.Pool
 	exec       *executor.Executor
+	// The projection engine keeps the asynchronous read models current,
+	// as in serve, on a pool of its own (each runner holds a connection);
+	// lag samples its seconds behind every lagSampleInterval.
+	projPool *pgxpool.Pool
+	engine   *projector.Engine
+	lagMu    sync.Mutex
+	lag      []float64
 }
+
+// lagSampleInterval is how often the projections' lag is sampled.
+const lagSampleInterval = 100 * time.Millisecond
 
 var _ target = (*ledgerTarget)(nil)
 
@@ -53,6 +67,14 @@ func newLedgerTarget(ctx context.Context, db *Database, cfg Config) (*ledgerTarg
 		return nil, err
 	}
 	if t.workPool, err = db.pool(ctx, workConns, cfg.WorkSettings); err != nil {
+		t.close()
+		return nil, err
+	}
+	if t.projPool, err = db.pool(ctx, len(projector.ReadModels())+2, nil); err != nil {
+		t.close()
+		return nil, err
+	}
+	if t.engine, err = projector.New(t.projPool, projector.Config{Logger: cfg.Logger}, projector.ReadModels()...); err != nil {
 		t.close()
 		return nil, err
 	}
@@ -103,9 +125,14 @@ func (t *ledgerTarget) start(ctx context.Context) (func(context.Context) error, 
 	runCtx, cancel := context.WithCancel(ctx)
 	exited := make(chan struct{})
 	var runErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = t.engine.Run(runCtx) })
+	wg.Go(func() { t.sampleLag(runCtx) })
 	go func() {
 		defer close(exited)
 		runErr = t.exec.Run(runCtx)
+		cancel()
+		wg.Wait()
 	}()
 	stop := func(stopCtx context.Context) error {
 		cancel()
@@ -117,6 +144,34 @@ func (t *ledgerTarget) start(ctx context.Context) (func(context.Context) error, 
 		}
 	}
 	return stop, exited, nil
+}
+
+// sampleLag records, every lagSampleInterval until ctx ends, how far the
+// asynchronous projection furthest behind is (seconds behind: the age of
+// the first event it has not applied).
+func (t *ledgerTarget) sampleLag(ctx context.Context) {
+	tick := time.NewTicker(lagSampleInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		st, err := t.engine.Status(ctx)
+		if err != nil {
+			continue
+		}
+		worst := 0.0
+		for _, s := range st {
+			if s.Mode == "async" {
+				worst = max(worst, s.SecondsBehind)
+			}
+		}
+		t.lagMu.Lock()
+		t.lag = append(t.lag, worst)
+		t.lagMu.Unlock()
+	}
 }
 
 func (t *ledgerTarget) depth(ctx context.Context) (int64, error) {
@@ -139,11 +194,28 @@ func (t *ledgerTarget) summarize(ctx context.Context, s *Summary) error {
 	if s.Requests > 0 {
 		s.EventsPerRequest = float64(events) / float64(s.Requests)
 	}
+	t.lagMu.Lock()
+	s.ProjectionLag = lagPercentiles(t.lag)
+	t.lagMu.Unlock()
 	return nil
 }
 
+// lagPercentiles summarizes lag samples (seconds) in milliseconds.
+func lagPercentiles(samples []float64) *Latency {
+	if len(samples) == 0 {
+		return nil
+	}
+	ms := make([]float64, len(samples))
+	for i, v := range samples {
+		ms[i] = v * 1000
+	}
+	slices.Sort(ms)
+	at := func(q float64) float64 { return ms[min(len(ms)-1, int(q*float64(len(ms))))] }
+	return &Latency{Count: int64(len(ms)), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: ms[len(ms)-1]}
+}
+
 func (t *ledgerTarget) close() {
-	for _, p := range []*pgxpool.Pool{t.submitPool, t.workPool} {
+	for _, p := range []*pgxpool.Pool{t.submitPool, t.workPool, t.projPool} {
 		if p != nil {
 			p.Close()
 		}

@@ -44,6 +44,10 @@ type Summary struct {
 	// EventsPerRequest is the log's events on request streams per request
 	// (0 for River, which has no log).
 	EventsPerRequest float64 `json:"events_per_request,omitempty"`
+	// ProjectionLag is how far behind the log the asynchronous read models
+	// were, sampled every 100 ms over the run, in milliseconds (nil for
+	// River, which has none).
+	ProjectionLag *Latency `json:"projection_lag_ms,omitempty"`
 }
 
 // Latency holds percentiles in milliseconds.
@@ -99,6 +103,9 @@ func (s *Summary) print(w io.Writer) {
 	fmt.Fprintf(w, "  states            %s\n", s.statesText())
 	if s.EventsPerRequest > 0 {
 		fmt.Fprintf(w, "  events/request    %.2f\n", s.EventsPerRequest)
+	}
+	if l := s.ProjectionLag; l != nil {
+		fmt.Fprintf(w, "  read model lag ms p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%d samples)\n", l.P50, l.P90, l.P99, l.Max, l.Count)
 	}
 	if s.Database != "" {
 		fmt.Fprintf(w, "  database          %s (kept)\n", s.Database)
