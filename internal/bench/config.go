@@ -51,6 +51,9 @@ type Config struct {
 	WorkSettings map[string]string
 	// Keep leaves the databases in place for inspection.
 	Keep bool
+	// NoProjector runs Execledger's executor without the projection
+	// engine (serve runs both), to measure the executor's share alone.
+	NoProjector bool
 	// Interval is how often a progress line is printed.
 	Interval time.Duration
 	// Stall ends a run that made no progress for this long.

@@ -37,10 +37,11 @@ type ledgerTarget struct {
 	// The projection engine keeps the asynchronous read models current,
 	// as in serve, on a pool of its own (each runner holds a connection);
 	// lag samples its seconds behind every lagSampleInterval.
-	projPool *pgxpool.Pool
-	engine   *projector.Engine
-	lagMu    sync.Mutex
-	lag      []float64
+	projPool    *pgxpool.Pool
+	engine      *projector.Engine
+	noProjector bool
+	lagMu       sync.Mutex
+	lag         []float64
 }
 
 // lagSampleInterval is how often the projections' lag is sampled.
@@ -62,7 +63,7 @@ func newLedgerTarget(ctx context.Context, db *Database, cfg Config) (*ledgerTarg
 	if err != nil {
 		return nil, err
 	}
-	t := &ledgerTarget{}
+	t := &ledgerTarget{noProjector: cfg.NoProjector}
 	if t.submitPool, err = db.pool(ctx, cfg.Submitters, nil); err != nil {
 		return nil, err
 	}
@@ -126,8 +127,10 @@ func (t *ledgerTarget) start(ctx context.Context) (func(context.Context) error, 
 	exited := make(chan struct{})
 	var runErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = t.engine.Run(runCtx) })
-	wg.Go(func() { t.sampleLag(runCtx) })
+	if !t.noProjector {
+		wg.Go(func() { _ = t.engine.Run(runCtx) })
+		wg.Go(func() { t.sampleLag(runCtx) })
+	}
 	go func() {
 		defer close(exited)
 		runErr = t.exec.Run(runCtx)
