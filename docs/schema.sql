@@ -1847,36 +1847,42 @@ END $$;
 
 
 --
--- Name: projection_step(text, xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+-- Name: projection_step(text, xid8, bigint, integer); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+CREATE FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_max integer) RETURNS TABLE(tx_id text, "position" bigint, passed bigint, applied bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     AS $$
+#variable_conflict use_column
 DECLARE
-    v_mode text;
-    n      bigint;
+    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
+    v_mode    text;
+    v_to      record;
+    n         bigint;
 BEGIN
-    IF p_to_tx >= pg_snapshot_xmin(pg_current_snapshot()) THEN
-        RAISE EXCEPTION 'ledger.projection_step: % cannot move to (%, %): that transaction may not be the last before it',
-            p_name, p_to_tx, p_to_pos USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.tx_id = p_to_tx AND e.position = p_to_pos) THEN
-        RAISE EXCEPTION 'ledger.projection_step: (%, %) is not an event of the log', p_to_tx, p_to_pos
-            USING ERRCODE = 'invalid_parameter_value';
+    IF p_max IS NULL OR p_max < 1 THEN
+        RAISE EXCEPTION 'ledger.projection_step: p_max must be at least 1' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT p.mode INTO v_mode FROM ledger.projections p WHERE p.name = p_name;
     IF v_mode IS DISTINCT FROM 'async' THEN
         RAISE EXCEPTION 'ledger.projection_step: % is not an asynchronous projection', p_name
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT e.tx_id, e.position, e.n INTO v_to
+    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
+          WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND e.tx_id < v_horizon
+          ORDER BY e.tx_id, e.position LIMIT p_max) e
+    ORDER BY e.n DESC LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
     -- The move first: it locks the checkpoint row, so two runners never
     -- apply the same events at once.
-    PERFORM ledger.projection_advance(p_name, p_from_tx, p_from_pos, p_to_tx, p_to_pos, 0);
-    n := ledger.projection_apply(p_name, p_from_tx, p_from_pos, p_to_tx, p_to_pos);
-    UPDATE ledger.projections SET applied_total = applied_total + n WHERE name = p_name;
-    RETURN n;
+    PERFORM ledger.projection_advance(p_name, p_from_tx, p_from_pos, v_to.tx_id, v_to.position, 0);
+    n := ledger.projection_apply(p_name, p_from_tx, p_from_pos, v_to.tx_id, v_to.position);
+    UPDATE ledger.projections x SET applied_total = x.applied_total + n WHERE x.name = p_name;
+    RETURN QUERY SELECT v_to.tx_id::text, v_to.position, v_to.n, n;
 END $$;
 
 
@@ -3589,11 +3595,11 @@ GRANT ALL ON FUNCTION ledger.projection_retry(p_name text, p_note text) TO ledge
 
 
 --
--- Name: FUNCTION projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+-- Name: FUNCTION projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_max integer); Type: ACL; Schema: ledger; Owner: -
 --
 
-REVOKE ALL ON FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) TO ledger_executor;
+REVOKE ALL ON FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_max integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_max integer) TO ledger_executor;
 
 
 --

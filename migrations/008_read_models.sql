@@ -661,41 +661,48 @@ AS $$
             p_type, p_payload, json_build_object('actor', session_user, 'login_role', session_user));
 $$;
 
--- projection_step applies an asynchronous projection's events after its
--- checkpoint up to a delivered event and moves the checkpoint there, in
--- the caller's transaction: the apply and the move commit together. The
--- checkpoint must still be where the caller read it (else
--- serialization_failure: another runner moved it), and the end must be an
--- event read_all can deliver now, so no event is skipped.
-CREATE FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint)
-RETURNS bigint
+-- projection_step applies an asynchronous projection's next events, up
+-- to p_max of those read_all can deliver after the checkpoint the caller
+-- read, and moves the checkpoint past them, in the caller's transaction:
+-- the apply and the move commit together. The checkpoint must still be
+-- where the caller read it (else serialization_failure: another runner
+-- moved it). It returns the new checkpoint, the events passed and those
+-- the apply function consumed; no row when there is nothing to deliver.
+CREATE FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_max int)
+RETURNS TABLE (tx_id text, "position" bigint, passed bigint, applied bigint)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, ledger, pg_temp
 AS $$
+#variable_conflict use_column
 DECLARE
-    v_mode text;
-    n      bigint;
+    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
+    v_mode    text;
+    v_to      record;
+    n         bigint;
 BEGIN
-    IF p_to_tx >= pg_snapshot_xmin(pg_current_snapshot()) THEN
-        RAISE EXCEPTION 'ledger.projection_step: % cannot move to (%, %): that transaction may not be the last before it',
-            p_name, p_to_tx, p_to_pos USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.tx_id = p_to_tx AND e.position = p_to_pos) THEN
-        RAISE EXCEPTION 'ledger.projection_step: (%, %) is not an event of the log', p_to_tx, p_to_pos
-            USING ERRCODE = 'invalid_parameter_value';
+    IF p_max IS NULL OR p_max < 1 THEN
+        RAISE EXCEPTION 'ledger.projection_step: p_max must be at least 1' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT p.mode INTO v_mode FROM ledger.projections p WHERE p.name = p_name;
     IF v_mode IS DISTINCT FROM 'async' THEN
         RAISE EXCEPTION 'ledger.projection_step: % is not an asynchronous projection', p_name
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT e.tx_id, e.position, e.n INTO v_to
+    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
+          WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND e.tx_id < v_horizon
+          ORDER BY e.tx_id, e.position LIMIT p_max) e
+    ORDER BY e.n DESC LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
     -- The move first: it locks the checkpoint row, so two runners never
     -- apply the same events at once.
-    PERFORM ledger.projection_advance(p_name, p_from_tx, p_from_pos, p_to_tx, p_to_pos, 0);
-    n := ledger.projection_apply(p_name, p_from_tx, p_from_pos, p_to_tx, p_to_pos);
-    UPDATE ledger.projections SET applied_total = applied_total + n WHERE name = p_name;
-    RETURN n;
+    PERFORM ledger.projection_advance(p_name, p_from_tx, p_from_pos, v_to.tx_id, v_to.position, 0);
+    n := ledger.projection_apply(p_name, p_from_tx, p_from_pos, v_to.tx_id, v_to.position);
+    UPDATE ledger.projections x SET applied_total = x.applied_total + n WHERE x.name = p_name;
+    RETURN QUERY SELECT v_to.tx_id::text, v_to.position, v_to.n, n;
 END $$;
 
 -- ---------------------------------------------------------------------
@@ -1635,13 +1642,13 @@ REVOKE ALL ON FUNCTION ledger.apply_quota_usage(xid8, bigint, xid8, bigint) FROM
 REVOKE ALL ON FUNCTION ledger.apply_skill_status(xid8, bigint, xid8, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.projection_apply(text, xid8, bigint, xid8, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.projection_event(text, text, json) FROM PUBLIC;
-REVOKE ALL ON FUNCTION ledger.projection_step(text, xid8, bigint, xid8, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.projection_step(text, xid8, bigint, int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.projection_rebuild_begin(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.projection_rebuild_step(text, int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.projection_rebuild_swap(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.projection_rebuild_abort(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger.projection_verify(text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION ledger.projection_step(text, xid8, bigint, xid8, bigint) TO ledger_executor;
+GRANT EXECUTE ON FUNCTION ledger.projection_step(text, xid8, bigint, int) TO ledger_executor;
 GRANT EXECUTE ON FUNCTION ledger.projection_rebuild_begin(text) TO ledger_admin;
 GRANT EXECUTE ON FUNCTION ledger.projection_rebuild_step(text, int) TO ledger_admin;
 GRANT EXECUTE ON FUNCTION ledger.projection_rebuild_swap(text) TO ledger_admin;

@@ -2,6 +2,7 @@ package projector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -88,9 +89,6 @@ func (r *runner) process(ctx context.Context, conn *pgx.Conn, from ledger.Cursor
 // with the index of its event, and nothing is committed; err is a database
 // error of the engine's own.
 func (r *runner) commit(ctx context.Context, conn *pgx.Conn, from ledger.Cursor, batch []item) (bad int, cause, err error) {
-	if r.proj.SQL {
-		return r.commitSQL(ctx, conn, from, batch)
-	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("projector: begin %s: %w", r.proj.Name, err)
@@ -143,21 +141,48 @@ func (r *runner) fail(ctx context.Context, conn *pgx.Conn, c ledger.Cursor, typ 
 	return nil
 }
 
-// commitSQL applies batch through ledger.projection_step, which moves the
-// checkpoint and runs the projection's SQL apply function in one
-// transaction. The function applies the batch set-based, so a failure does
-// not say which event caused it: cause is then reported at the middle of
-// the batch, and process tries the first half alone, halving until the
-// one event that fails is found.
-func (r *runner) commitSQL(ctx context.Context, conn *pgx.Conn, from ledger.Cursor, batch []item) (bad int, cause, err error) {
-	to := batch[len(batch)-1].ev.Cursor()
-	var applied int64
-	err = conn.QueryRow(ctx, queryStep, r.proj.Name, strconv.FormatUint(from.TxID, 10), from.Position,
-		strconv.FormatUint(to.TxID, 10), to.Position).Scan(&applied)
-	if err != nil {
-		return len(batch) / 2, err, nil
+// stepSQL applies a SQL projection's next events through
+// ledger.projection_step, which picks them (up to BatchSize of those
+// read_all can deliver), moves the checkpoint and runs the apply function
+// in one transaction, without the events coming to the engine. The apply
+// function works on whole batches, so a failure does not say which event
+// caused it: the step is tried again with half as many events, down to
+// the one event that fails alone, where the projection stops.
+func (r *runner) stepSQL(ctx context.Context, conn *pgx.Conn, from ledger.Cursor) (bool, error) {
+	limit := r.e.cfg.BatchSize
+	for {
+		var tx string
+		var to ledger.Cursor
+		var passed, applied int64
+		err := conn.QueryRow(ctx, queryStep, r.proj.Name, strconv.FormatUint(from.TxID, 10), from.Position, limit).
+			Scan(&tx, &to.Position, &passed, &applied)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return false, nil
+		case err == nil:
+			if to.TxID, err = strconv.ParseUint(tx, 10, 64); err != nil {
+				return false, fmt.Errorf("projector: step %s: tx_id %q: %w", r.proj.Name, tx, err)
+			}
+			r.checked = to
+			r.e.metrics.applied(r.proj.Name, applied, to)
+			return true, nil
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		case transient(conn, err):
+			return false, fmt.Errorf("projector: step %s after position %d: %w", r.proj.Name, from.Position, err)
+		case limit > 1:
+			limit /= 2
+			continue
+		}
+		// The first event after the checkpoint fails on its own.
+		batch, rerr := r.read(ctx, conn, from)
+		if rerr != nil {
+			return false, rerr
+		}
+		if len(batch) == 0 {
+			return false, fmt.Errorf("projector: step %s after position %d failed with no event to blame: %w", r.proj.Name, from.Position, err)
+		}
+		ev := batch[0].ev
+		return false, r.fail(ctx, conn, ev.Cursor(), ev.Type, fmt.Errorf("%s: %w", ev.Type, err))
 	}
-	r.checked = to
-	r.e.metrics.applied(r.proj.Name, applied, to)
-	return 0, nil, nil
 }

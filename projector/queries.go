@@ -22,7 +22,7 @@ const (
        recorded_at, hash
 FROM ledger.read_all($1::xid8, $2, $3)`
 
-	queryStep = `SELECT ledger.projection_step($1, $2::xid8, $3, $4::xid8, $5)`
+	queryStep = `SELECT tx_id, "position", passed, applied FROM ledger.projection_step($1, $2::xid8, $3, $4)`
 
 	queryAdvance = `SELECT ledger.projection_advance($1, $2::xid8, $3, $4::xid8, $5, $6)`
 

@@ -127,6 +127,9 @@ func (r *runner) step(ctx context.Context, conn *pgx.Conn) (bool, error) {
 			return false, err
 		}
 	}
+	if r.proj.SQL {
+		return r.stepSQL(ctx, conn, from)
+	}
 	batch, err := r.read(ctx, conn, from)
 	if err != nil || len(batch) == 0 {
 		return false, err
