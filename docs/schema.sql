@@ -135,6 +135,7 @@ END $$;
 
 CREATE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     v ledger.projected_event[];
@@ -271,6 +272,7 @@ END $$;
 
 CREATE FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     n bigint;
@@ -385,9 +387,11 @@ END $$;
 
 CREATE FUNCTION ledger.apply_requests(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     v      ledger.projected_event[];
+    n_req  int;
     n_ids  bigint;
     n_rows bigint;
     v_bad  text;
@@ -401,13 +405,20 @@ BEGIN
     IF cardinality(v) = 0 THEN
         RETURN 0;
     END IF;
+    SELECT count(*) FILTER (WHERE e.type = 'tool.requested') INTO n_req FROM unnest(v) e;
 
+    -- (submit's call has only its tool.requested: it skips the rest.)
+    IF n_req > 0 THEN
     INSERT INTO request_status (id, principal, tool, run_id, idempotency_key, input_digest, state, submitted_at)
     SELECT substr(e.stream, 9)::uuid, e.payload ->> 'principal', e.payload ->> 'tool', e.payload ->> 'run_id',
            e.payload ->> 'idempotency_key', decode(substr(e.payload ->> 'input_digest', 8), 'hex'), 'pending', e.recorded_at
     FROM unnest(v) e
     WHERE e.type = 'tool.requested'
     ORDER BY e.position;
+    END IF;
+    IF n_req = cardinality(v) THEN
+        RETURN n_req;
+    END IF;
 
     WITH ch AS MATERIALIZED (
         SELECT substr(e.stream, 9)::uuid AS id, e.version, e.recorded_at, x.state,
@@ -492,6 +503,7 @@ END $$;
 
 CREATE FUNCTION ledger.apply_runs(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     n bigint;
@@ -539,6 +551,7 @@ END $$;
 
 CREATE FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     e  record;
@@ -949,8 +962,13 @@ CREATE FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx
     AS $$
     SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.payload::jsonb, e.metadata::jsonb, e.recorded_at
     FROM ledger.events e
-    WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
+    WHERE p_from_tx = p_to_tx AND e.tx_id = p_from_tx AND e.position > p_from_pos AND e.position <= p_to_pos
       AND e.type = ANY(p_types)
+    UNION ALL
+    SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.payload::jsonb, e.metadata::jsonb, e.recorded_at
+    FROM ledger.events e
+    WHERE p_from_tx <> p_to_tx AND (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
+      AND e.tx_id >= p_from_tx AND e.tx_id <= p_to_tx AND e.type = ANY(p_types)
 $$;
 
 
@@ -1707,7 +1725,7 @@ BEGIN
           WHERE (e.tx_id, e.position) > (p.rebuild_tx_id, p.rebuild_position) AND e.tx_id < v_horizon
           ORDER BY e.tx_id, e.position LIMIT p_max) e
     ORDER BY e.n DESC LIMIT 1;
-    SELECT max(e.position) INTO head FROM ledger.events e;
+    SELECT e.position INTO head FROM ledger.events e ORDER BY e.tx_id DESC, e.position DESC LIMIT 1;
     IF v_to IS NULL THEN
         RETURN QUERY SELECT p.rebuild_tx_id::text, p.rebuild_position, p.rebuild_applied, coalesce(head, 0), true;
         RETURN;
