@@ -141,6 +141,10 @@ func (r *runner) fail(ctx context.Context, conn *pgx.Conn, c ledger.Cursor, typ 
 	return nil
 }
 
+// maxGrowth bounds how many times BatchSize a SQL projection's step grows
+// to while the projection is behind.
+const maxGrowth = 16
+
 // stepSQL applies a SQL projection's next events through
 // ledger.projection_step, which picks them (up to BatchSize of those
 // read_all can deliver), moves the checkpoint and runs the apply function
@@ -148,8 +152,14 @@ func (r *runner) fail(ctx context.Context, conn *pgx.Conn, c ledger.Cursor, typ 
 // function works on whole batches, so a failure does not say which event
 // caused it: the step is tried again with half as many events, down to
 // the one event that fails alone, where the projection stops.
+//
+// Behind, the runner takes bigger steps: a full step doubles the next
+// one's size, up to maxGrowth times BatchSize, and one that finds fewer
+// events goes back to BatchSize. A step's fixed costs (a transaction, the
+// checkpoint's update, planning) are then spread over more events, so a
+// projection that fell behind under load catches up.
 func (r *runner) stepSQL(ctx context.Context, conn *pgx.Conn, from ledger.Cursor) (bool, error) {
-	limit := r.e.cfg.BatchSize
+	limit := max(r.size, r.e.cfg.BatchSize)
 	for {
 		var tx string
 		var to ledger.Cursor
@@ -165,6 +175,10 @@ func (r *runner) stepSQL(ctx context.Context, conn *pgx.Conn, from ledger.Cursor
 			}
 			r.checked = to
 			r.e.metrics.applied(r.proj.Name, applied, to)
+			r.size = r.e.cfg.BatchSize
+			if passed >= int64(limit) {
+				r.size = min(2*limit, maxGrowth*r.e.cfg.BatchSize)
+			}
 			return true, nil
 		case ctx.Err() != nil:
 			return false, ctx.Err()

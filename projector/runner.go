@@ -37,6 +37,8 @@ type runner struct {
 	checked ledger.Cursor
 	// observed is when the metrics were last refreshed.
 	observed time.Time
+	// size is the next SQL step's size (stepSQL).
+	size int
 }
 
 func newRunner(e *Engine, p Projection) *runner {
