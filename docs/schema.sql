@@ -1549,6 +1549,10 @@ CREATE FUNCTION ledger.projection_advance(p_name text, p_from_tx xid8, p_from_po
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
+    IF EXISTS (SELECT 1 FROM ledger.projections p WHERE p.name = p_name AND cardinality(p.tables) > 0) THEN
+        RAISE EXCEPTION 'ledger.projection_advance: % is one of the ledger''s read models; ledger.projection_step moves it', p_name
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
     IF (p_to_tx, p_to_position) <= (p_from_tx, p_from_position) OR p_applied < 0 THEN
         RAISE EXCEPTION 'ledger.projection_advance: % must move forward, from (%, %) to (%, %)',
             p_name, p_from_tx, p_from_position, p_to_tx, p_to_position
@@ -1897,7 +1901,13 @@ BEGIN
     END IF;
     -- The move first: it locks the checkpoint row, so two runners never
     -- apply the same events at once.
-    PERFORM ledger.projection_advance(p_name, p_from_tx, p_from_pos, v_to.tx_id, v_to.position, 0);
+    UPDATE ledger.projections x
+    SET tx_id = v_to.tx_id, position = v_to.position, updated_at = clock_timestamp()
+    WHERE x.name = p_name AND x.state = 'active' AND x.tx_id = p_from_tx AND x.position = p_from_pos;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.projection_step: % is not active at (%, %)', p_name, p_from_tx, p_from_pos
+            USING ERRCODE = 'serialization_failure';
+    END IF;
     n := ledger.projection_apply(p_name, p_from_tx, p_from_pos, v_to.tx_id, v_to.position);
     UPDATE ledger.projections x SET applied_total = x.applied_total + n WHERE x.name = p_name;
     RETURN QUERY SELECT v_to.tx_id::text, v_to.position, v_to.n, n;

@@ -159,3 +159,31 @@ func testLogger(t *testing.T) *slog.Logger {
 type tWriter struct{ t *testing.T }
 
 func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// TestReadModelCheckpointsMoveOnlyByApplying: an executor login cannot move
+// the checkpoint of one of the ledger's read models past events without
+// applying them (projection_advance is for Go projections); only
+// projection_step, which applies what it passes, moves it.
+func TestReadModelCheckpointsMoveOnlyByApplying(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.request(t, "00000000-0000-0000-0000-000000000001", "p1")
+	last := b.appendOne(t, "policy", "policy.published", map[string]any{})
+	var tx string
+	if err := b.db.Pool.QueryRow(ctx, `SELECT tx_id::text FROM ledger.events WHERE position = $1`, last).Scan(&tx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.exec.Pool.Exec(ctx, `SELECT ledger.projection_advance('audit_trail', '0', 0, $1::xid8, $2, 0)`, tx, last)
+	if err == nil || !strings.Contains(err.Error(), "projection_step moves it") {
+		t.Fatalf("an executor login skipped the audit trail's events: %v", err)
+	}
+	var n int64
+	if err := b.exec.Pool.QueryRow(ctx, `SELECT passed FROM ledger.projection_step('quota_usage', '0', 0, 100)`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("projection_step: %d, %v", n, err)
+	}
+	var calls int
+	if err := b.db.Pool.QueryRow(ctx, `SELECT calls_requested FROM ledger.quota_usage WHERE principal = 'p1'`).Scan(&calls); err != nil || calls != 1 {
+		t.Fatalf("quota after the step: %d, %v", calls, err)
+	}
+}
