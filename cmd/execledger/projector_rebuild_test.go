@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/execledger/execledger/internal/testdb"
@@ -72,5 +76,71 @@ func TestProjectorRebuildAndVerify(t *testing.T) {
 	}
 	if r = execute(t, admin, "", "projector", "verify", "a", "b"); r.code != exitUsage {
 		t.Fatalf("verify with two names: %+v", r)
+	}
+}
+
+// TestProjectorRebuildSurvivesKill9: a rebuild killed with SIGKILL in the
+// middle leaves the live tables as they were and a shadow to resume, and
+// the next rebuild resumes it and swaps.
+func TestProjectorRebuildSurvivesKill9(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	if err := db.MapPrincipal(ctx, "postgres", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `DO $$ BEGIN
+    FOR i IN 1..1500 LOOP PERFORM ledger.submit('echo', jsonb_build_object('n', i)); END LOOP; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	digest := func() string {
+		var d string
+		if err := db.Pool.QueryRow(ctx, `SELECT md5(string_agg(r::text, '' ORDER BY r.id)) FROM ledger.request_status r`).Scan(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	before := digest()
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(self, "projector", "rebuild", "requests", "--batch", "5")
+	child.Env = append(os.Environ(), "RUN_AS_EXECLEDGER=1", "DATABASE_URL="+db.URL)
+	stderr, err := child.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil || !strings.Contains(line, "rebuild requests: position") {
+		_ = child.Process.Kill()
+		t.Fatalf("first progress line %q: %v", line, err)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	if got := digest(); got != before {
+		t.Fatal("the killed rebuild changed the live table")
+	}
+	var at *int64
+	if err := db.Pool.QueryRow(ctx, `SELECT rebuild_position FROM ledger.projections WHERE name = 'requests'`).Scan(&at); err != nil || at == nil || *at == 0 {
+		t.Fatalf("no rebuild left to resume (%v, %v)", at, err)
+	}
+	environ := []string{"DATABASE_URL=" + db.URL}
+	r := execute(t, environ, "", "projector", "rebuild", "requests")
+	if r.code != exitOK || !strings.Contains(r.stderr, "resuming") || !strings.Contains(r.stdout, "1500 rows") {
+		t.Fatalf("the resumed rebuild: %+v", r)
+	}
+	if got := digest(); got != before {
+		t.Fatal("the rebuilt table differs from the live one")
+	}
+	if r = execute(t, environ, "", "projector", "verify", "requests"); r.code != exitOK {
+		t.Fatalf("verify after the resumed rebuild: %+v", r)
 	}
 }
