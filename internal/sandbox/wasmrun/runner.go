@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
@@ -32,6 +33,20 @@ type runner struct {
 	compiles atomic.Int64 // modules compiled, for tests
 }
 
+// runtimeMu serializes the creation of wazero runtimes. The compiler
+// engine's constructor reads wazero's version from the build info the
+// first time and caches it in an unguarded package variable (wazero
+// v1.12.0, internal/version), a data race when two hosts are built at
+// once, as two serves in one test process do. Runtimes are made once per
+// host, so the lock costs nothing.
+var runtimeMu sync.Mutex
+
+func newRuntime(ctx context.Context, rc wazero.RuntimeConfig) wazero.Runtime {
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	return wazero.NewRuntimeWithConfig(ctx, rc)
+}
+
 // newRunner starts a runtime with cfg's engine. Memory is limited per
 // instance by memoryCap, not by the runtime (see memoryCap).
 //
@@ -53,7 +68,7 @@ func newRunner(ctx context.Context, cfg *Config, meter fuelMeter, cache wazero.C
 		rc = wazero.NewRuntimeConfigCompiler()
 	}
 	rc = rc.WithCloseOnContextDone(!meter.yields()).WithMemoryLimitPages(maxPages).WithCompilationCache(cache)
-	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	rt := newRuntime(ctx, rc)
 	r := &runner{rt: rt, engine: engine, provided: map[string]map[string]api.FunctionDefinition{}, meter: meter, cfg: cfg,
 		quantum: yieldQuantumCompiler}
 	if engine == EngineInterpreter {
