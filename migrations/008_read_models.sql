@@ -608,6 +608,19 @@ DECLARE
     n  bigint := 0;
     id text;
 BEGIN
+    -- The skill:<id> streams are this projection's: a type it does not
+    -- know there is a failure, not something to pass over.
+    SELECT x.type, x.position INTO e
+    FROM ledger.events x
+    WHERE (x.tx_id, x.position) > (p_from_tx, p_from_pos) AND (x.tx_id, x.position) <= (p_to_tx, p_to_pos)
+      AND x.tx_id >= p_from_tx AND x.tx_id <= p_to_tx AND x.stream LIKE 'skill:%'
+      AND x.type NOT IN ('skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
+                         'skill.disabled', 'skill.rolled_back', 'skill.removed')
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.apply_skill_status: unknown event type % on a skill stream', e.type
+            USING ERRCODE = 'data_exception';
+    END IF;
     FOR e IN
         SELECT x.* FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
                    ARRAY['skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',

@@ -46,6 +46,7 @@ func TestReadModelFailsAtTheEventItCannotApply(t *testing.T) {
 		b.request(t, fmt.Sprintf("00000000-0000-0000-0000-00000000000%d", i), "p1")
 	}
 	badSkill := b.appendOne(t, "skill:acme.ghost", "skill.approved", map[string]any{"approver": "x"})
+	unknown := b.appendOne(t, "skill:acme.ok", "skill.frobnicated", map[string]any{})
 	stream := b.request(t, "00000000-0000-0000-0000-0000000000aa", "p2")
 	badQuota := b.appendOne(t, stream, "execution.finished", map[string]any{"state": "succeeded", "resources": map[string]any{"fuel_used": "lots"}})
 	last := b.appendOne(t, "skill:acme.ok", "skill.enabled", map[string]any{})
@@ -85,9 +86,23 @@ func TestReadModelFailsAtTheEventItCannotApply(t *testing.T) {
 	}
 
 	// A repair (the missing install) and a retry: skill_status resumes at
-	// the event and catches up.
+	// the event, and stops again at the next one it cannot apply, an
+	// unknown type on its own streams.
 	mustExec(t, b.db.Pool, `INSERT INTO ledger.skill_status (skill_id, status, stream_version, updated_at) VALUES ('acme.ghost', 'quarantined', 0, now())`)
 	if err := e.Retry(ctx, "skill_status", "ghost installed by hand"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "skill_status to fail at the unknown type", func() bool {
+		s := statusOf(t, e, "skill_status")
+		return s.State == "failed" && s.FailedAt != nil && s.FailedAt.Position == unknown
+	})
+	if s := statusOf(t, e, "skill_status"); !strings.Contains(s.LastError, "unknown event type skill.frobnicated on a skill stream") {
+		t.Errorf("skill_status at the unknown type: %+v", s)
+	}
+	// Repaired by a projection that knows it: here, by moving past it as an
+	// operator would after a fix (the checkpoint to the event), then retry.
+	mustExec(t, b.db.Pool, `UPDATE ledger.projections SET tx_id = (SELECT tx_id FROM ledger.events WHERE position = $1), position = $1 WHERE name = 'skill_status'`, unknown)
+	if err := e.Retry(ctx, "skill_status", "skipped by hand"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "skill_status to catch up", passed(t, e, "skill_status", last))
