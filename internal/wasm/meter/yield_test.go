@@ -218,8 +218,19 @@ func TestYieldCancelsAndPreempts(t *testing.T) {
 			_, err := mod.ExportedFunction("spin").Call(callCtx)
 			done <- err
 		}()
-		for y.calls.Load() == 0 {
-			time.Sleep(time.Millisecond)
+		// Wait for the loop to yield once; a call that ends before it
+		// does is a failure, not a wait without end.
+		var early error
+		for y.calls.Load() == 0 && early == nil {
+			select {
+			case err := <-done:
+				early = fmt.Errorf("spin ended before it yielded: %v", err)
+			case <-time.After(time.Millisecond):
+			}
+		}
+		if early != nil {
+			cancel()
+			t.Fatalf("%s: %v", e.name, early)
 		}
 		gc := make(chan struct{})
 		go func() { runtime.GC(); close(gc) }()
