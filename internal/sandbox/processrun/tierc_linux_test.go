@@ -424,7 +424,22 @@ func connections(t *testing.T, res executor.Result) []map[string]any {
 		}
 		out = append(out, p)
 	}
+	// Events are recorded as connections end, and the proxy may finish
+	// recording one after the client has moved on to the next: order them
+	// as the client made them.
+	slices.SortStableFunc(out, func(a, b map[string]any) int {
+		return startedAt(t, a).Compare(startedAt(t, b))
+	})
 	return out
+}
+
+func startedAt(t *testing.T, p map[string]any) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(p["started_at"]))
+	if err != nil {
+		t.Fatalf("connection %v: started_at: %v", p, err)
+	}
+	return at
 }
 
 // expectConnection checks one event's fields.

@@ -30,8 +30,11 @@ func TestMeteredCallsStopOnTime(t *testing.T) {
 		ctx, cancel = context.WithCancel(context.Background())
 		time.AfterFunc(50*time.Millisecond, cancel)
 		res = runCtx(t, ctx, h, "acme.loop", `{}`)
+		// The kind says cancellation ended it, not the module's 200 ms
+		// timeout; the bound only catches a call that ignores it for long
+		// (a loaded CI machine once took 204 ms).
 		wantKind(t, res, kindCancelled)
-		if res.Resources["wall_ms"] > 150 {
+		if res.Resources["wall_ms"] > 1000 {
 			t.Errorf("%s: cancelled after 50 ms, ended after %d ms", engine, res.Resources["wall_ms"])
 		}
 	}
