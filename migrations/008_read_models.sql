@@ -259,12 +259,13 @@ BEGIN
 
     -- (submit's call has only its tool.requested: it skips the rest.)
     IF n_req > 0 THEN
-    INSERT INTO request_status (id, principal, tool, run_id, idempotency_key, input_digest, state, submitted_at)
-    SELECT substr(e.stream, 9)::uuid, e.payload ->> 'principal', e.payload ->> 'tool', e.payload ->> 'run_id',
-           e.payload ->> 'idempotency_key', decode(substr(e.payload ->> 'input_digest', 8), 'hex'), 'pending', e.recorded_at
-    FROM unnest(v) e
-    WHERE e.type = 'tool.requested'
-    ORDER BY e.position;
+        INSERT INTO request_status (id, principal, tool, run_id, idempotency_key, input_digest, state, submitted_at)
+        SELECT substr(e.stream, 9)::uuid, e.payload ->> 'principal', e.payload ->> 'tool', e.payload ->> 'run_id',
+               e.payload ->> 'idempotency_key', decode(substr(e.payload ->> 'input_digest', 8), 'hex'), 'pending',
+               e.recorded_at
+        FROM unnest(v) e
+        WHERE e.type = 'tool.requested'
+        ORDER BY e.position;
     END IF;
     IF n_req = cardinality(v) THEN
         RETURN n_req;
