@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/execledger/execledger/internal/testdb"
 	"github.com/execledger/execledger/projector"
@@ -101,6 +102,22 @@ func TestProjectorRebuildSurvivesKill9(t *testing.T) {
 		return d
 	}
 	before := digest()
+	// read_all delivers nothing past the cluster's oldest running
+	// transaction (other tests' too): wait until it delivers the seed, so
+	// that the rebuild has steps to show before it is killed.
+	for deadline := time.Now().Add(time.Minute); ; {
+		var n int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger.read_all('0', 0, 100000)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n >= 1500 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read_all delivers %d of 1500 events after a minute", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	self, err := os.Executable()
 	if err != nil {
