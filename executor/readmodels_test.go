@@ -120,7 +120,13 @@ func TestReadModelsRebuiltEqualLive(t *testing.T) {
 	// before and after the rebuilds must be equal.
 	stopRescuer()
 
-	// The engine brings the asynchronous read models up to the log.
+	// The engine brings the asynchronous read models up to the log's last
+	// event (waiting on "events behind" alone is not enough: read_all
+	// holds back what other tests' open transactions might precede).
+	var last int64
+	if err := e.db.Pool.QueryRow(ctx, `SELECT position FROM ledger.events ORDER BY tx_id DESC, position DESC LIMIT 1`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
 	eng, err := projector.New(e.execSQL.Pool, projector.Config{PollInterval: 20 * time.Millisecond}, projector.ReadModels()...)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +145,7 @@ func TestReadModelsRebuiltEqualLive(t *testing.T) {
 			if s.State != "active" {
 				t.Fatalf("projection %s: %s", s.Name, s.LastError)
 			}
-			if s.Mode == "async" && (s.EventsBehind > 0 || s.Checkpoint.Position == 0) {
+			if s.Mode == "async" && s.Checkpoint.Position != last {
 				behind = true
 			}
 		}
