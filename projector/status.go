@@ -2,13 +2,11 @@ package projector
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/execledger/execledger/ledger"
 )
@@ -84,20 +82,8 @@ func status(ctx context.Context, db ledger.DBTX, name *string) ([]Status, error)
 // checkpoint, on its next poll. ErrNotFailed when it is not failed,
 // ErrUnknownProjection when it has never run.
 func (e *Engine) Retry(ctx context.Context, name, note string) error {
-	var noteArg *string
-	if note != "" {
-		noteArg = &note
-	}
-	var retried bool
-	err := e.pool.QueryRow(ctx, queryRetry, name, noteArg).Scan(&retried)
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "P0002":
-		return fmt.Errorf("%w: %s", ErrUnknownProjection, name)
-	case err != nil:
-		return fmt.Errorf("projector: retry %s: %w", name, err)
-	case !retried:
-		return fmt.Errorf("%w: %s", ErrNotFailed, name)
+	if err := RetryProjection(ctx, e.pool, name, note); err != nil {
+		return err
 	}
 	e.logger.Info("projection retried", "projection", name)
 	return nil
