@@ -217,12 +217,23 @@ CREATE FUNCTION ledger.apply_processes(p_from_tx xid8, p_from_pos bigint, p_to_t
 DECLARE
     v ledger.events[];
 BEGIN
-    v := ARRAY(SELECT e FROM ledger.events e
-               WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
-                 AND e.type IN ('process.started', 'process.stop_requested', 'egress.connection', 'process.ended',
-                                'process.lost', 'process.owner_role_recorded')
-                 AND e.stream LIKE 'process:%'
-               ORDER BY e.stream, e.version);
+    -- One transaction's events (the inline writers') by an index probe on
+    -- tx_id; a range by read_all cursors otherwise (see migration 8).
+    IF p_from_tx = p_to_tx THEN
+        v := ARRAY(SELECT e FROM ledger.events e
+                   WHERE e.tx_id = p_from_tx AND e.position > p_from_pos AND e.position <= p_to_pos
+                     AND e.type IN ('process.started', 'process.stop_requested', 'egress.connection', 'process.ended',
+                                    'process.lost', 'process.owner_role_recorded')
+                     AND e.stream LIKE 'process:%'
+                   ORDER BY e.stream, e.version);
+    ELSE
+        v := ARRAY(SELECT e FROM ledger.events e
+                   WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
+                     AND e.type IN ('process.started', 'process.stop_requested', 'egress.connection', 'process.ended',
+                                    'process.lost', 'process.owner_role_recorded')
+                     AND e.stream LIKE 'process:%'
+                   ORDER BY e.stream, e.version);
+    END IF;
     IF cardinality(v) = 0 THEN
         RETURN 0;
     END IF;
@@ -387,7 +398,6 @@ END $$;
 
 CREATE FUNCTION ledger.apply_requests(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
-    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     v      ledger.projected_event[];
@@ -396,12 +406,21 @@ DECLARE
     n_rows bigint;
     v_bad  text;
 BEGIN
-    v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                   ARRAY['tool.requested', 'policy.decided', 'approval.requested', 'approval.granted', 'approval.denied',
-                         'execution.started', 'execution.finished', 'request.cancelled', 'lease.expired',
-                         'attestation.signed']) e
-               WHERE e.stream LIKE 'request:%'
-               ORDER BY e.tx_id, e.position);
+    IF p_from_tx = p_to_tx THEN
+        v := ARRAY(SELECT e FROM ledger.events_in_tx(p_from_tx, p_from_pos, p_to_pos,
+                       ARRAY['tool.requested', 'policy.decided', 'approval.requested', 'approval.granted', 'approval.denied',
+                             'execution.started', 'execution.finished', 'request.cancelled', 'lease.expired',
+                             'attestation.signed']) e
+                   WHERE e.stream LIKE 'request:%'
+                   ORDER BY e.position);
+    ELSE
+        v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                       ARRAY['tool.requested', 'policy.decided', 'approval.requested', 'approval.granted', 'approval.denied',
+                             'execution.started', 'execution.finished', 'request.cancelled', 'lease.expired',
+                             'attestation.signed']) e
+                   WHERE e.stream LIKE 'request:%'
+                   ORDER BY e.tx_id, e.position);
+    END IF;
     IF cardinality(v) = 0 THEN
         RETURN 0;
     END IF;
@@ -504,18 +523,27 @@ END $$;
 
 CREATE FUNCTION ledger.apply_runs(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
-    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     n bigint;
+    v ledger.projected_event[];
 BEGIN
+    IF p_from_tx = p_to_tx THEN
+        v := ARRAY(SELECT e FROM ledger.events_in_tx(p_from_tx, p_from_pos, p_to_pos,
+                                                     ARRAY['run.budget_set', 'run.ended', 'budget.consumed']) e);
+    ELSE
+        v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                                                       ARRAY['run.budget_set', 'run.ended', 'budget.consumed']) e);
+    END IF;
+    IF cardinality(v) = 0 THEN
+        RETURN 0;
+    END IF;
     WITH ev AS MATERIALIZED (
         SELECT e.type, e.version, e.recorded_at,
                CASE WHEN e.type = 'budget.consumed' THEN r.payload ->> 'principal' ELSE e.payload ->> 'principal' END AS principal,
                CASE WHEN e.type = 'budget.consumed' THEN r.payload ->> 'run_id' ELSE e.payload ->> 'run_id' END AS run_id,
                (e.payload ->> 'max_calls')::int AS max_calls
-        FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                                   ARRAY['run.budget_set', 'run.ended', 'budget.consumed']) e
+        FROM unnest(v) e
         LEFT JOIN ledger.events r ON e.type = 'budget.consumed' AND r.stream = e.stream AND r.version = 1
         WHERE (e.type = 'budget.consumed' AND e.stream LIKE 'request:%')
            OR (e.type <> 'budget.consumed' AND e.stream = 'run:' || (e.payload ->> 'principal') || '/' || (e.payload ->> 'run_id'))
@@ -976,13 +1004,21 @@ CREATE FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx
     AS $$
     SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.payload::jsonb, e.metadata::jsonb, e.recorded_at
     FROM ledger.events e
-    WHERE p_from_tx = p_to_tx AND e.tx_id = p_from_tx AND e.position > p_from_pos AND e.position <= p_to_pos
-      AND e.type = ANY(p_types)
-    UNION ALL
+    WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
+      AND e.tx_id >= p_from_tx AND e.tx_id <= p_to_tx AND e.type = ANY(p_types)
+$$;
+
+
+--
+-- Name: events_in_tx(xid8, bigint, bigint, text[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.events_in_tx(p_tx xid8, p_from_pos bigint, p_to_pos bigint, p_types text[]) RETURNS SETOF ledger.projected_event
+    LANGUAGE sql STABLE
+    AS $$
     SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.payload::jsonb, e.metadata::jsonb, e.recorded_at
     FROM ledger.events e
-    WHERE p_from_tx <> p_to_tx AND (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
-      AND e.tx_id >= p_from_tx AND e.tx_id <= p_to_tx AND e.type = ANY(p_types)
+    WHERE e.tx_id = p_tx AND e.position > p_from_pos AND e.position <= p_to_pos AND e.type = ANY(p_types)
 $$;
 
 
@@ -3450,6 +3486,13 @@ GRANT ALL ON FUNCTION ledger.end_run(run_id text, reason text) TO ledger_admin;
 --
 
 REVOKE ALL ON FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION events_in_tx(p_tx xid8, p_from_pos bigint, p_to_pos bigint, p_types text[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.events_in_tx(p_tx xid8, p_from_pos bigint, p_to_pos bigint, p_types text[]) FROM PUBLIC;
 
 
 --

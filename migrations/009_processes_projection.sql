@@ -40,12 +40,23 @@ AS $$
 DECLARE
     v ledger.events[];
 BEGIN
-    v := ARRAY(SELECT e FROM ledger.events e
-               WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
-                 AND e.type IN ('process.started', 'process.stop_requested', 'egress.connection', 'process.ended',
-                                'process.lost', 'process.owner_role_recorded')
-                 AND e.stream LIKE 'process:%'
-               ORDER BY e.stream, e.version);
+    -- One transaction's events (the inline writers') by an index probe on
+    -- tx_id; a range by read_all cursors otherwise (see migration 8).
+    IF p_from_tx = p_to_tx THEN
+        v := ARRAY(SELECT e FROM ledger.events e
+                   WHERE e.tx_id = p_from_tx AND e.position > p_from_pos AND e.position <= p_to_pos
+                     AND e.type IN ('process.started', 'process.stop_requested', 'egress.connection', 'process.ended',
+                                    'process.lost', 'process.owner_role_recorded')
+                     AND e.stream LIKE 'process:%'
+                   ORDER BY e.stream, e.version);
+    ELSE
+        v := ARRAY(SELECT e FROM ledger.events e
+                   WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
+                     AND e.type IN ('process.started', 'process.stop_requested', 'egress.connection', 'process.ended',
+                                    'process.lost', 'process.owner_role_recorded')
+                     AND e.stream LIKE 'process:%'
+                   ORDER BY e.stream, e.version);
+    END IF;
     IF cardinality(v) = 0 THEN
         RETURN 0;
     END IF;
