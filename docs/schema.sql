@@ -1166,6 +1166,15 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
+    SELECT u.t AS type, u.s AS stream, ledger.usage_refusal(u.t, u.p) AS why INTO bad
+    FROM unnest(types, payloads, streams) AS u(t, p, s)
+    WHERE u.t IN ('execution.finished', 'egress.connection') AND ledger.usage_refusal(u.t, u.p) IS NOT NULL
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_record: % on % refused: %', bad.type, bad.stream, bad.why
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     -- A call is charged to its run's budget by its budget.consumed event,
     -- which only the start of a charged call of a run carries, once.
     SELECT k.req INTO v_bad
@@ -1318,6 +1327,18 @@ BEGIN
     ORDER BY u.ord
     RETURNING e.position, e.hash;
 END $$;
+
+
+--
+-- Name: is_int64(jsonb); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.is_int64(v jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT jsonb_typeof(v) = 'number' AND v::numeric = trunc(v::numeric)
+           AND v::numeric BETWEEN -9223372036854775808 AND 9223372036854775807
+$$;
 
 
 --
@@ -1477,6 +1498,13 @@ DECLARE
 BEGIN
     IF coalesce(cardinality(payloads), 0) <> n OR coalesce(cardinality(metadatas), 0) <> n THEN
         RAISE EXCEPTION 'ledger.process_record: types, payloads and metadatas must have the same length'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The figures the quota read model adds up (migration 8).
+    SELECT ledger.usage_refusal(u.t, u.p) INTO v_bad FROM unnest(types, payloads) AS u(t, p)
+    WHERE u.t = 'egress.connection' AND ledger.usage_refusal(u.t, u.p) IS NOT NULL LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.process_record: egress.connection refused: %', v_bad
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT x.principal, x.run_id, x.state, x.owner_role, x.stop_requested_at INTO p
@@ -2367,6 +2395,47 @@ CREATE FUNCTION ledger.unregister_waiter(executor text) RETURNS void
     AS $$
     DELETE FROM ledger.queue_waiters w WHERE w.executor = unregister_waiter.executor
 $$;
+
+
+--
+-- Name: usage_refusal(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.usage_refusal(p_type text, p_payload text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    j   jsonb;
+    bad text;
+BEGIN
+    IF p_type IS DISTINCT FROM 'execution.finished' AND p_type IS DISTINCT FROM 'egress.connection' THEN
+        RETURN NULL;
+    END IF;
+    j := p_payload::jsonb;
+    IF p_type = 'execution.finished' THEN
+        IF coalesce(jsonb_typeof(j -> 'resources'), 'null') = 'null' THEN
+            RETURN NULL;
+        END IF;
+        IF jsonb_typeof(j -> 'resources') <> 'object' THEN
+            RETURN 'resources must be an object';
+        END IF;
+        SELECT r.key INTO bad FROM jsonb_each(j -> 'resources') r WHERE NOT ledger.is_int64(r.value) LIMIT 1;
+        IF FOUND THEN
+            RETURN 'resources.' || bad || ' must be an integer';
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF coalesce(jsonb_typeof(j -> 'allowed'), 'null') NOT IN ('boolean', 'null') THEN
+        RETURN 'allowed must be a boolean';
+    END IF;
+    SELECT k INTO bad FROM unnest(ARRAY['bytes_up', 'bytes_down']) k
+    WHERE j ? k AND jsonb_typeof(j -> k) <> 'null' AND NOT ledger.is_int64(j -> k) LIMIT 1;
+    IF FOUND THEN
+        RETURN bad || ' must be an integer';
+    END IF;
+    RETURN NULL;
+END $$;
 
 
 --
@@ -3519,6 +3588,13 @@ REVOKE ALL ON FUNCTION ledger.insert_events(streams text[], versions bigint[], t
 
 
 --
+-- Name: FUNCTION is_int64(v jsonb); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.is_int64(v jsonb) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION legacy_done_ids(); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -3763,6 +3839,13 @@ GRANT ALL ON FUNCTION ledger.submit(tool text, input text, run_id text, idempote
 
 REVOKE ALL ON FUNCTION ledger.unregister_waiter(executor text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.unregister_waiter(executor text) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION usage_refusal(p_type text, p_payload text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.usage_refusal(p_type text, p_payload text) FROM PUBLIC;
 
 
 --

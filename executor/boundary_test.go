@@ -446,3 +446,37 @@ unless { context.channel_bound && context.channel == "cli" && context.device_bou
 		t.Errorf("a bound login claiming another channel: %v", err)
 	}
 }
+
+// TestUsageFiguresMustBeNumbers: an executor login cannot record usage
+// the quota read model could not add up (a string for fuel, a byte count
+// that is not an integer, allowed that is not a boolean). Such an event
+// would stop the projection at it for good, rebuilds included.
+func TestUsageFiguresMustBeNumbers(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stop()
+	ctx := context.Background()
+	forger := e.db.LoginRole(t, "", "ledger_executor")
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "x"}})
+	var claim uuid.UUID
+	var v int64
+	if err := forger.Pool.QueryRow(ctx, `SELECT claim_id, stream_version FROM ledger.claim_requests('forger', 1, '1 minute')`).Scan(&claim, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ev   ev
+	}{
+		{"fuel as a string", ev{"execution.finished", map[string]any{"request_id": id, "state": "succeeded", "resources": map[string]any{"fuel_used": "lots"}}}},
+		{"fuel too large", ev{"execution.finished", map[string]any{"request_id": id, "state": "succeeded", "resources": map[string]any{"fuel_used": 1e300}}}},
+		{"resources as a list", ev{"execution.finished", map[string]any{"request_id": id, "state": "succeeded", "resources": []int{1}}}},
+		{"allowed as a string", ev{"egress.connection", map[string]any{"host": "h", "allowed": "yes"}}},
+		{"bytes as a fraction", ev{"egress.connection", map[string]any{"host": "h", "allowed": true, "bytes_up": 1.5}}},
+	} {
+		mustRefuse(t, tc.name, record(t, forger, id, claim, v, []ev{tc.ev}, nil, nil, nil), "22023")
+	}
+	// Sound figures pass.
+	if err := record(t, forger, id, claim, v, []ev{{"egress.connection", map[string]any{"host": "h", "allowed": true, "bytes_up": 10, "bytes_down": 20}}}, nil, nil, nil); err != nil {
+		t.Fatalf("a sound egress.connection: %v", err)
+	}
+}

@@ -1074,6 +1074,58 @@ BEGIN
 END $$;
 
 -- ---------------------------------------------------------------------
+-- usage_refusal says why an executor's event cannot carry the figures
+-- the quota read model adds up, or NULL when it can: execution.finished's
+-- resources are an object of 64-bit integers, egress.connection's allowed
+-- (when there) a boolean and its byte counts such integers. A value the projection
+-- could not cast would stop it at that event for good, rebuilds included,
+-- so executor_record and process_record refuse it (SQLSTATE 22023).
+CREATE FUNCTION ledger.is_int64(v jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT jsonb_typeof(v) = 'number' AND v::numeric = trunc(v::numeric)
+           AND v::numeric BETWEEN -9223372036854775808 AND 9223372036854775807
+$$;
+
+CREATE FUNCTION ledger.usage_refusal(p_type text, p_payload text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j   jsonb;
+    bad text;
+BEGIN
+    IF p_type IS DISTINCT FROM 'execution.finished' AND p_type IS DISTINCT FROM 'egress.connection' THEN
+        RETURN NULL;
+    END IF;
+    j := p_payload::jsonb;
+    IF p_type = 'execution.finished' THEN
+        IF coalesce(jsonb_typeof(j -> 'resources'), 'null') = 'null' THEN
+            RETURN NULL;
+        END IF;
+        IF jsonb_typeof(j -> 'resources') <> 'object' THEN
+            RETURN 'resources must be an object';
+        END IF;
+        SELECT r.key INTO bad FROM jsonb_each(j -> 'resources') r WHERE NOT ledger.is_int64(r.value) LIMIT 1;
+        IF FOUND THEN
+            RETURN 'resources.' || bad || ' must be an integer';
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF coalesce(jsonb_typeof(j -> 'allowed'), 'null') NOT IN ('boolean', 'null') THEN
+        RETURN 'allowed must be a boolean';
+    END IF;
+    SELECT k INTO bad FROM unnest(ARRAY['bytes_up', 'bytes_down']) k
+    WHERE j ? k AND jsonb_typeof(j -> k) <> 'null' AND NOT ledger.is_int64(j -> k) LIMIT 1;
+    IF FOUND THEN
+        RETURN bad || ' must be an integer';
+    END IF;
+    RETURN NULL;
+END $$;
+REVOKE ALL ON FUNCTION ledger.is_int64(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ledger.usage_refusal(text, text) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------
 -- The writers: each appends its events, then applies them through the
 -- inline projections' functions, and writes no read model itself.
 
@@ -1514,6 +1566,15 @@ BEGIN
         SELECT t.id, t.kind, t.state INTO bad FROM unnest(v_rows) t WHERE t.id = v_bad LIMIT 1;
         RAISE EXCEPTION 'ledger.executor_record: request % cannot %: its last event in the call must be an attestation.signed that names it (in the event and in its statement), carries its envelope''s digest and agrees with the outcome and error kind',
             bad.id, CASE WHEN bad.kind = 'finish' THEN 'end ' || coalesce(bad.state, 'NULL') ELSE 'be attested' END
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    SELECT u.t AS type, u.s AS stream, ledger.usage_refusal(u.t, u.p) AS why INTO bad
+    FROM unnest(types, payloads, streams) AS u(t, p, s)
+    WHERE u.t IN ('execution.finished', 'egress.connection') AND ledger.usage_refusal(u.t, u.p) IS NOT NULL
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.executor_record: % on % refused: %', bad.type, bad.stream, bad.why
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 

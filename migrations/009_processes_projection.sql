@@ -187,6 +187,13 @@ BEGIN
         RAISE EXCEPTION 'ledger.process_record: types, payloads and metadatas must have the same length'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- The figures the quota read model adds up (migration 8).
+    SELECT ledger.usage_refusal(u.t, u.p) INTO v_bad FROM unnest(types, payloads) AS u(t, p)
+    WHERE u.t = 'egress.connection' AND ledger.usage_refusal(u.t, u.p) IS NOT NULL LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.process_record: egress.connection refused: %', v_bad
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT x.principal, x.run_id, x.state, x.owner_role, x.stop_requested_at INTO p
     FROM ledger.processes x WHERE x.handle = p_handle FOR UPDATE;
     IF NOT FOUND THEN
