@@ -294,3 +294,51 @@ FROM ledger.audit_trail`).Scan(&decisions, &denied); err != nil || decisions != 
 		t.Errorf("audit trail: %d decisions (%d denials), want %d (%d): %v", decisions, denied, seeded+n, n, err)
 	}
 }
+
+// TestSubmittersSeeTheirOwnAndWriteNothing: a submitter login reads only
+// its own principal's audit and quota rows, and can call none of the
+// functions that apply, move, rebuild or verify a read model.
+func TestSubmittersSeeTheirOwnAndWriteNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	alice := b.db.LoginRole(t, "alice", "ledger_submitter")
+	for i, p := range []string{"alice", "bob"} {
+		stream := b.request(t, fmt.Sprintf("00000000-0000-0000-0003-%012d", i), p)
+		b.appendOne(t, stream, "policy.decided", map[string]any{"decision": "deny", "stage": "policy", "error_kind": "policy_denied"})
+	}
+	e, _ := b.start(t, b.exec.Pool, fast, projector.ReadModels()...)
+	var last int64
+	if err := b.db.Pool.QueryRow(ctx, `SELECT position FROM ledger.events ORDER BY tx_id DESC, position DESC LIMIT 1`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the audit trail and quota usage to apply the events", func() bool {
+		return passed(t, e, "audit_trail", last)() && passed(t, e, "quota_usage", last)()
+	})
+	for _, table := range []string{"audit_trail", "quota_usage", "quota_denials", "quota_usage_buckets"} {
+		var principals string
+		if err := alice.Pool.QueryRow(ctx, `SELECT coalesce(string_agg(DISTINCT principal, ','), '') FROM ledger.`+table).Scan(&principals); err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		if principals != "alice" {
+			t.Errorf("alice reads %s rows of %q", table, principals)
+		}
+	}
+	for _, q := range []string{
+		`SELECT ledger.apply_requests('0', 0, '0', 1)`,
+		`SELECT ledger.apply_quota_usage('0', 0, '0', 1)`,
+		`SELECT ledger.projection_apply('audit_trail', '0', 0, '0', 1)`,
+		`SELECT * FROM ledger.projection_step('audit_trail', '0', 0, 10)`,
+		`SELECT ledger.projection_advance('toy', '0', 0, '0', 1, 0)`,
+		`SELECT ledger.projection_rebuild_begin('requests')`,
+		`SELECT * FROM ledger.projection_rebuild_swap('requests')`,
+		`SELECT * FROM ledger.projection_verify('requests')`,
+		`SELECT ledger.projection_retry('audit_trail')`,
+		`DELETE FROM ledger.audit_trail`,
+		`UPDATE ledger.quota_usage SET calls_denied = 0`,
+	} {
+		if _, err := alice.Pool.Exec(ctx, q); err == nil || !strings.Contains(err.Error(), "42501") {
+			t.Errorf("a submitter ran %s: %v", q, err)
+		}
+	}
+}
