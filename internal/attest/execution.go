@@ -1,6 +1,8 @@
 package attest
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"time"
 )
@@ -41,6 +43,18 @@ type Execution struct {
 	ErrorKind      string           `json:"error_kind,omitempty"`
 	Resources      map[string]int64 `json:"resources,omitempty"`                   // e.g. cpu_ms, max_rss_bytes, fuel, wall_ms
 	PreviousDigest string           `json:"previous_attestation_digest,omitempty"` // Digest of the request's previous attestation envelope, if any
+	// LogCheckpoint is the Merkle log's newest signed checkpoint when the
+	// attestation was signed: the log state it was made against. Absent
+	// while the log has no checkpoint.
+	LogCheckpoint *LogCheckpoint `json:"log_checkpoint,omitempty"`
+}
+
+// LogCheckpoint names a checkpoint of the Merkle log (C2SP tlog-checkpoint):
+// its origin, tree size and root hash (standard base64, as in the note).
+type LogCheckpoint struct {
+	Origin   string `json:"origin"`
+	Size     uint64 `json:"size"`
+	RootHash string `json:"root_hash"`
 }
 
 // validate checks the fields an attestation cannot do without. It is
@@ -65,6 +79,11 @@ func (e *Execution) validate() error {
 	case e.FinishedAt.Before(e.StartedAt):
 		return fmt.Errorf("%w: finished_at %s before started_at %s", ErrInvalidStatement,
 			e.FinishedAt.Format(time.RFC3339Nano), e.StartedAt.Format(time.RFC3339Nano))
+	}
+	if c := e.LogCheckpoint; c != nil {
+		if root, err := base64.StdEncoding.DecodeString(c.RootHash); err != nil || len(root) != sha256.Size || c.Origin == "" || c.Size == 0 {
+			return fmt.Errorf("%w: log_checkpoint needs an origin, a size above 0 and a base64 SHA-256 root_hash", ErrInvalidStatement)
+		}
 	}
 	if e.PreviousDigest != "" && !validDigest(e.PreviousDigest) {
 		return fmt.Errorf("%w: previous_attestation_digest %q is not \"sha256:<64 hex>\"", ErrInvalidStatement, e.PreviousDigest)
