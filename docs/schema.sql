@@ -1454,6 +1454,155 @@ $$;
 
 
 --
+-- Name: log_append(xid8, bigint, xid8, bigint, bigint, smallint[], bigint[], bytea[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.log_append(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_size bigint, p_levels smallint[], p_indexes bigint[], p_hashes bytea[]) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    n       bigint;
+    n_leaf  bigint;
+    v_lo    bigint;
+    v_hi    bigint;
+BEGIN
+    IF (p_to_tx, p_to_pos) <= (p_from_tx, p_from_pos) THEN
+        RAISE EXCEPTION 'ledger.log_append: the batch must move forward, from (%, %) to (%, %)', p_from_tx, p_from_pos, p_to_tx, p_to_pos
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_to_tx >= pg_snapshot_xmin(pg_current_snapshot()) THEN
+        RAISE EXCEPTION 'ledger.log_append: (%, %) is not below the delivery horizon yet', p_to_tx, p_to_pos
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE ledger.projections p
+    SET tx_id = p_to_tx, position = p_to_pos, updated_at = clock_timestamp()
+    WHERE p.name = 'log' AND p.state = 'active' AND p.tx_id = p_from_tx AND p.position = p_from_pos;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.log_append: the log is not active at (%, %)', p_from_tx, p_from_pos
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+    IF ledger.log_size() <> p_size THEN
+        RAISE EXCEPTION 'ledger.log_append: the log has % leaves, not %', ledger.log_size(), p_size
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+
+    INSERT INTO ledger.log_leaves (leaf_index, "position")
+    SELECT p_size - 1 + row_number() OVER (ORDER BY e.tx_id, e.position), e.position
+    FROM ledger.events e
+    WHERE e.tx_id BETWEEN p_from_tx AND p_to_tx
+      AND (e.tx_id, e.position) > (p_from_tx, p_from_pos)
+      AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos);
+    GET DIAGNOSTICS n = ROW_COUNT;
+
+    IF cardinality(p_levels) IS DISTINCT FROM cardinality(p_indexes) OR cardinality(p_levels) IS DISTINCT FROM cardinality(p_hashes) THEN
+        RAISE EXCEPTION 'ledger.log_append: levels, indexes and hashes must have the same length'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT count(*) FILTER (WHERE u.l = 0), min(u.i) FILTER (WHERE u.l = 0), max(u.i) FILTER (WHERE u.l = 0)
+    INTO n_leaf, v_lo, v_hi
+    FROM unnest(p_levels, p_indexes) AS u(l, i);
+    IF n = 0 OR n_leaf <> n OR v_lo <> p_size OR v_hi <> p_size + n - 1 THEN
+        RAISE EXCEPTION 'ledger.log_append: % events follow (%, %) up to (%, %), the batch has % leaf hashes for leaves % to %',
+            n, p_from_tx, p_from_pos, p_to_tx, p_to_pos, n_leaf, v_lo, v_hi
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO ledger.log_nodes (level, idx, hash)
+    SELECT u.l, u.i, u.h FROM unnest(p_levels, p_indexes, p_hashes) AS u(l, i, h);
+
+    UPDATE ledger.projections SET applied_total = applied_total + n WHERE name = 'log';
+    RETURN p_size + n;
+END $$;
+
+
+--
+-- Name: log_checkpoint(bigint, bytea, text, boolean); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.log_checkpoint(p_size bigint, p_root bytea, p_note text, p_published boolean) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_origin text := split_part(p_note, E'\n', 1);
+    v_last   bigint;
+    v_ver    bigint;
+BEGIN
+    PERFORM 1 FROM ledger.projections p WHERE p.name = 'log' FOR UPDATE;
+    SELECT max(c.size) INTO v_last FROM ledger.checkpoints c;
+    IF p_size < 1 OR p_size > ledger.log_size() OR p_size <= coalesce(v_last, 0) THEN
+        RAISE EXCEPTION 'ledger.log_checkpoint: size % is not between the last checkpoint''s (%) and the log''s (%)',
+            p_size, coalesce(v_last, 0), ledger.log_size()
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF split_part(p_note, E'\n', 2) <> p_size::text OR split_part(p_note, E'\n', 3) <> encode(p_root, 'base64') THEN
+        RAISE EXCEPTION 'ledger.log_checkpoint: the note does not carry size % and its root hash', p_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO ledger.checkpoints (size, root_hash, origin, note, published_at)
+    VALUES (p_size, p_root, v_origin, p_note, CASE WHEN p_published THEN clock_timestamp() END);
+    SELECT coalesce(max(e.version), 0) + 1 INTO v_ver FROM ledger.events e WHERE e.stream = 'log';
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES ('log', v_ver, 'checkpoint.signed',
+            json_build_object('origin', v_origin, 'size', p_size, 'root_hash', encode(p_root, 'base64'), 'note', p_note),
+            json_build_object('actor', session_user));
+    RETURN v_ver;
+END $$;
+
+
+--
+-- Name: log_cosign(bigint, text, bigint, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.log_cosign(p_size bigint, p_key_name text, p_key_hash bigint, p_signature text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    n bigint;
+BEGIN
+    PERFORM 1 FROM ledger.checkpoints c WHERE c.size = p_size FOR SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.log_cosign: no checkpoint of size %', p_size USING ERRCODE = 'no_data_found';
+    END IF;
+    IF (SELECT count(*) FROM ledger.checkpoint_cosignatures s WHERE s.size = p_size) >= 64 THEN
+        RAISE EXCEPTION 'ledger.log_cosign: checkpoint % has 64 cosignatures already', p_size USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    INSERT INTO ledger.checkpoint_cosignatures (size, key_name, key_hash, signature)
+    VALUES (p_size, p_key_name, p_key_hash, p_signature)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n = 1;
+END $$;
+
+
+--
+-- Name: log_publish(bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.log_publish(p_size bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE ledger.checkpoints SET published_at = clock_timestamp() WHERE size = p_size AND published_at IS NULL;
+    RETURN FOUND;
+END $$;
+
+
+--
+-- Name: log_size(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.log_size() RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce((SELECT l.leaf_index + 1 FROM ledger.log_leaves l ORDER BY l.leaf_index DESC LIMIT 1), 0)
+$$;
+
+
+--
 -- Name: notify_channel(); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -1756,6 +1905,10 @@ BEGIN
     SELECT * INTO p FROM ledger.projections x WHERE x.name = p_name FOR UPDATE;
     IF NOT FOUND OR cardinality(p.tables) = 0 THEN
         RAISE EXCEPTION 'ledger.projection_rebuild_begin: no SQL projection %', p_name USING ERRCODE = 'no_data_found';
+    END IF;
+    IF p.mode = 'sealer' THEN
+        RAISE EXCEPTION 'ledger.projection_rebuild_begin: % is the Merkle log, which signed checkpoints commit to; it is never rebuilt', p_name
+            USING ERRCODE = 'feature_not_supported', HINT = 'execledger verify --db checks it from the first leaf';
     END IF;
     -- Shadow tables are unlogged (a rebuild writes each row twice, once
     -- there and once in the swap), and PostgreSQL empties unlogged tables
@@ -2143,6 +2296,24 @@ END $$;
 
 
 --
+-- Name: refuse_log_change(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.refuse_log_change() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'checkpoints' AND OLD.published_at IS NULL
+       AND (NEW.size, NEW.root_hash, NEW.origin, NEW.note, NEW.signed_at) = (OLD.size, OLD.root_hash, OLD.origin, OLD.note, OLD.signed_at) THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'ledger.%: % is not allowed, the Merkle log is append-only', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END $$;
+
+
+--
 -- Name: register_waiter(text); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -2496,6 +2667,50 @@ COMMENT ON TABLE ledger.audit_trail IS 'One row per authorization decision and p
 
 
 --
+-- Name: checkpoint_cosignatures; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.checkpoint_cosignatures (
+    size bigint NOT NULL,
+    key_name text NOT NULL,
+    key_hash bigint NOT NULL,
+    signature text NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    recorded_by text DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT checkpoint_cosignatures_check CHECK (((key_name ~ '^[^[:space:]+]+$'::text) AND (octet_length(key_name) <= 256) AND ((key_hash >= 0) AND (key_hash <= '4294967295'::bigint)) AND (signature ~ '^[A-Za-z0-9+/]+=*$'::text) AND (octet_length(signature) <= 8192)))
+);
+
+
+--
+-- Name: TABLE checkpoint_cosignatures; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.checkpoint_cosignatures IS 'Merkle log: witness cosignatures of checkpoints.';
+
+
+--
+-- Name: checkpoints; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.checkpoints (
+    size bigint NOT NULL,
+    root_hash bytea NOT NULL,
+    origin text NOT NULL,
+    note text NOT NULL,
+    signed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    published_at timestamp with time zone,
+    CONSTRAINT checkpoints_check CHECK (((size > 0) AND (octet_length(root_hash) = 32) AND (octet_length(note) <= 65536)))
+);
+
+
+--
+-- Name: TABLE checkpoints; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.checkpoints IS 'Merkle log: signed checkpoints (C2SP tlog-checkpoint notes), recorded also as checkpoint.signed on stream log.';
+
+
+--
 -- Name: events_position_seq; Type: SEQUENCE; Schema: ledger; Owner: -
 --
 
@@ -2507,6 +2722,43 @@ ALTER TABLE ledger.events ALTER COLUMN "position" ADD GENERATED ALWAYS AS IDENTI
     NO MAXVALUE
     CACHE 1
 );
+
+
+--
+-- Name: log_leaves; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.log_leaves (
+    leaf_index bigint NOT NULL,
+    "position" bigint NOT NULL,
+    CONSTRAINT log_leaves_index_check CHECK ((leaf_index >= 0))
+);
+
+
+--
+-- Name: TABLE log_leaves; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.log_leaves IS 'Merkle log: leaf index -> ledger.events.position, in ledger.read_all order, dense from 0.';
+
+
+--
+-- Name: log_nodes; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.log_nodes (
+    level smallint NOT NULL,
+    idx bigint NOT NULL,
+    hash bytea NOT NULL,
+    CONSTRAINT log_nodes_check CHECK ((((level >= 0) AND (level <= 63)) AND (idx >= 0) AND (octet_length(hash) = 32)))
+);
+
+
+--
+-- Name: TABLE log_nodes; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.log_nodes IS 'Merkle log: RFC 6962 hashes of the perfect subtrees (level 0: leaf hashes).';
 
 
 --
@@ -2633,7 +2885,7 @@ CREATE TABLE ledger.projections (
     rebuild_applied bigint,
     rebuild_started_at timestamp with time zone,
     CONSTRAINT projections_failure_check CHECK ((((state = 'active'::text) AND (failed_tx_id IS NULL) AND (failed_position IS NULL) AND (failed_type IS NULL) AND (last_error IS NULL)) OR ((state = 'failed'::text) AND (failed_tx_id IS NOT NULL) AND (failed_position IS NOT NULL) AND (last_error IS NOT NULL)))),
-    CONSTRAINT projections_mode_check CHECK ((mode = ANY (ARRAY['inline'::text, 'async'::text]))),
+    CONSTRAINT projections_mode_check CHECK ((mode = ANY (ARRAY['inline'::text, 'async'::text, 'sealer'::text]))),
     CONSTRAINT projections_name_check CHECK (((name ~ '^[a-z][a-z0-9_]*$'::text) AND (octet_length(name) <= 63))),
     CONSTRAINT projections_rebuild_check CHECK (((rebuild_tx_id IS NULL) = (rebuild_position IS NULL))),
     CONSTRAINT projections_state_check CHECK ((state = ANY (ARRAY['active'::text, 'failed'::text])))
@@ -2679,7 +2931,7 @@ COMMENT ON COLUMN ledger.projections.applied_total IS 'Events handed to the proj
 -- Name: COLUMN projections.mode; Type: COMMENT; Schema: ledger; Owner: -
 --
 
-COMMENT ON COLUMN ledger.projections.mode IS 'inline: applied by the writers in their transactions; async: by the engine.';
+COMMENT ON COLUMN ledger.projections.mode IS 'inline: applied by the writers in their transactions; async: by the engine; sealer: the Merkle log.';
 
 
 --
@@ -3019,11 +3271,43 @@ ALTER TABLE ONLY ledger.audit_trail
 
 
 --
+-- Name: checkpoint_cosignatures checkpoint_cosignatures_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.checkpoint_cosignatures
+    ADD CONSTRAINT checkpoint_cosignatures_pkey PRIMARY KEY (size, key_name, key_hash);
+
+
+--
+-- Name: checkpoints checkpoints_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.checkpoints
+    ADD CONSTRAINT checkpoints_pkey PRIMARY KEY (size);
+
+
+--
 -- Name: events events_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
 --
 
 ALTER TABLE ONLY ledger.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (stream, version);
+
+
+--
+-- Name: log_leaves log_leaves_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.log_leaves
+    ADD CONSTRAINT log_leaves_pkey PRIMARY KEY (leaf_index);
+
+
+--
+-- Name: log_nodes log_nodes_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.log_nodes
+    ADD CONSTRAINT log_nodes_pkey PRIMARY KEY (level, idx);
 
 
 --
@@ -3175,6 +3459,13 @@ CREATE UNIQUE INDEX events_delivery_idx ON ledger.events USING btree (tx_id, "po
 
 
 --
+-- Name: log_leaves_position_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE UNIQUE INDEX log_leaves_position_idx ON ledger.log_leaves USING btree ("position");
+
+
+--
 -- Name: principals_principal_idx; Type: INDEX; Schema: ledger; Owner: -
 --
 
@@ -3231,6 +3522,42 @@ CREATE INDEX request_status_unattested_idx ON ledger.request_status USING btree 
 
 
 --
+-- Name: checkpoint_cosignatures checkpoint_cosignatures_append_only; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER checkpoint_cosignatures_append_only BEFORE DELETE OR UPDATE ON ledger.checkpoint_cosignatures FOR EACH ROW EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.checkpoint_cosignatures ENABLE ALWAYS TRIGGER checkpoint_cosignatures_append_only;
+
+
+--
+-- Name: checkpoint_cosignatures checkpoint_cosignatures_no_truncate; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER checkpoint_cosignatures_no_truncate BEFORE TRUNCATE ON ledger.checkpoint_cosignatures FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.checkpoint_cosignatures ENABLE ALWAYS TRIGGER checkpoint_cosignatures_no_truncate;
+
+
+--
+-- Name: checkpoints checkpoints_append_only; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER checkpoints_append_only BEFORE DELETE OR UPDATE ON ledger.checkpoints FOR EACH ROW EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.checkpoints ENABLE ALWAYS TRIGGER checkpoints_append_only;
+
+
+--
+-- Name: checkpoints checkpoints_no_truncate; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER checkpoints_no_truncate BEFORE TRUNCATE ON ledger.checkpoints FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.checkpoints ENABLE ALWAYS TRIGGER checkpoints_no_truncate;
+
+
+--
 -- Name: events events_no_delete; Type: TRIGGER; Schema: ledger; Owner: -
 --
 
@@ -3255,6 +3582,50 @@ ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_truncate;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON ledger.events FOR EACH ROW EXECUTE FUNCTION ledger.refuse_change();
 
 ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_update;
+
+
+--
+-- Name: log_leaves log_leaves_append_only; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER log_leaves_append_only BEFORE DELETE OR UPDATE ON ledger.log_leaves FOR EACH ROW EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.log_leaves ENABLE ALWAYS TRIGGER log_leaves_append_only;
+
+
+--
+-- Name: log_leaves log_leaves_no_truncate; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER log_leaves_no_truncate BEFORE TRUNCATE ON ledger.log_leaves FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.log_leaves ENABLE ALWAYS TRIGGER log_leaves_no_truncate;
+
+
+--
+-- Name: log_nodes log_nodes_append_only; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER log_nodes_append_only BEFORE DELETE OR UPDATE ON ledger.log_nodes FOR EACH ROW EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.log_nodes ENABLE ALWAYS TRIGGER log_nodes_append_only;
+
+
+--
+-- Name: log_nodes log_nodes_no_truncate; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER log_nodes_no_truncate BEFORE TRUNCATE ON ledger.log_nodes FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.log_nodes ENABLE ALWAYS TRIGGER log_nodes_no_truncate;
+
+
+--
+-- Name: checkpoint_cosignatures checkpoint_cosignatures_size_fkey; Type: FK CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.checkpoint_cosignatures
+    ADD CONSTRAINT checkpoint_cosignatures_size_fkey FOREIGN KEY (size) REFERENCES ledger.checkpoints(size);
 
 
 --
@@ -3642,6 +4013,49 @@ GRANT ALL ON FUNCTION ledger.lock_unattested(max_rows integer) TO ledger_executo
 
 
 --
+-- Name: FUNCTION log_append(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_size bigint, p_levels smallint[], p_indexes bigint[], p_hashes bytea[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.log_append(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_size bigint, p_levels smallint[], p_indexes bigint[], p_hashes bytea[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.log_append(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_size bigint, p_levels smallint[], p_indexes bigint[], p_hashes bytea[]) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION log_checkpoint(p_size bigint, p_root bytea, p_note text, p_published boolean); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.log_checkpoint(p_size bigint, p_root bytea, p_note text, p_published boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.log_checkpoint(p_size bigint, p_root bytea, p_note text, p_published boolean) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION log_cosign(p_size bigint, p_key_name text, p_key_hash bigint, p_signature text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.log_cosign(p_size bigint, p_key_name text, p_key_hash bigint, p_signature text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.log_cosign(p_size bigint, p_key_name text, p_key_hash bigint, p_signature text) TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.log_cosign(p_size bigint, p_key_name text, p_key_hash bigint, p_signature text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION log_publish(p_size bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.log_publish(p_size bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.log_publish(p_size bigint) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION log_size(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.log_size() FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.log_size() TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.log_size() TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.log_size() TO ledger_admin;
+
+
+--
 -- Name: FUNCTION notify_channel(); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -3799,6 +4213,13 @@ REVOKE ALL ON FUNCTION ledger.refuse_change() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION refuse_log_change(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.refuse_log_change() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION register_waiter(executor text); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -3862,6 +4283,42 @@ REVOKE ALL ON FUNCTION ledger.uuid_v7() FROM PUBLIC;
 GRANT SELECT ON TABLE ledger.audit_trail TO ledger_submitter;
 GRANT SELECT ON TABLE ledger.audit_trail TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.audit_trail TO ledger_admin;
+
+
+--
+-- Name: TABLE checkpoint_cosignatures; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.checkpoint_cosignatures TO ledger_executor;
+GRANT SELECT ON TABLE ledger.checkpoint_cosignatures TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.checkpoint_cosignatures TO ledger_admin;
+
+
+--
+-- Name: TABLE checkpoints; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.checkpoints TO ledger_executor;
+GRANT SELECT ON TABLE ledger.checkpoints TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.checkpoints TO ledger_admin;
+
+
+--
+-- Name: TABLE log_leaves; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.log_leaves TO ledger_executor;
+GRANT SELECT ON TABLE ledger.log_leaves TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.log_leaves TO ledger_admin;
+
+
+--
+-- Name: TABLE log_nodes; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.log_nodes TO ledger_executor;
+GRANT SELECT ON TABLE ledger.log_nodes TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.log_nodes TO ledger_admin;
 
 
 --

@@ -25,4 +25,63 @@ WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3`
 	queryGetRequest = `SELECT id, principal, tool, run_id, state, error_kind, error, output, tier,
        attestation_digest, submitted_at, finished_at
 FROM ledger.requests WHERE id = $1`
+
+	// The Merkle log (migration 011).
+	queryLogSize = `SELECT ledger.log_size()`
+
+	queryReadNodes = `SELECT u.ord, n.hash
+FROM unnest($1::smallint[], $2::bigint[]) WITH ORDINALITY AS u(l, i, ord)
+JOIN ledger.log_nodes n ON n.level = u.l AND n.idx = u.i`
+
+	checkpointSelect = `SELECT c.size, c.root_hash, c.origin, c.note, c.signed_at, c.published_at,
+       coalesce(s.names, '{}'), coalesce(s.hashes, '{}'), coalesce(s.sigs, '{}')
+FROM ledger.checkpoints c
+LEFT JOIN LATERAL (
+    SELECT array_agg(x.key_name ORDER BY x.key_name, x.key_hash) AS names,
+           array_agg(x.key_hash ORDER BY x.key_name, x.key_hash) AS hashes,
+           array_agg(x.signature ORDER BY x.key_name, x.key_hash) AS sigs
+    FROM ledger.checkpoint_cosignatures x WHERE x.size = c.size) s ON true`
+
+	queryNewestCheckpoint = checkpointSelect + `
+WHERE NOT $1 OR c.published_at IS NOT NULL
+ORDER BY c.size DESC LIMIT 1`
+
+	queryCheckpointAt = checkpointSelect + `
+WHERE c.size = $1`
+
+	queryCheckpointsBetween = checkpointSelect + `
+WHERE c.size BETWEEN $1 AND $2
+ORDER BY c.size LIMIT $3`
+
+	queryCosign = `SELECT ledger.log_cosign($1, $2, $3, $4)`
+
+	queryLogAppend = `SELECT ledger.log_append($1::xid8, $2, $3::xid8, $4, $5, $6, $7, $8)`
+
+	queryLogCheckpoint = `SELECT ledger.log_checkpoint($1, $2, $3, $4)`
+
+	queryLogPublish = `SELECT ledger.log_publish($1)`
+
+	queryUnpublished = checkpointSelect + `
+WHERE c.published_at IS NULL
+ORDER BY c.size DESC LIMIT 16`
+
+	// queryUnsignedEvents counts the leaves after the newest checkpoint
+	// that are not checkpoint.signed events: a checkpoint's own event must
+	// not be what calls for the next one.
+	queryUnsignedEvents = `SELECT count(*) FROM ledger.log_leaves l JOIN ledger.events e USING ("position")
+WHERE l.leaf_index >= $1 AND e.type <> 'checkpoint.signed'`
+
+	// queryLogBehind counts the events read_all could deliver after the
+	// log's checkpoint (capped) and the age of the first.
+	queryLogBehind = `SELECT
+    (SELECT count(*) FROM (SELECT 1 FROM ledger.events e
+                           WHERE (e.tx_id, e.position) > (p.tx_id, p.position)
+                             AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+                           LIMIT 1000000) b),
+    coalesce(extract(epoch FROM clock_timestamp() - (
+        SELECT e.recorded_at FROM ledger.events e
+        WHERE (e.tx_id, e.position) > (p.tx_id, p.position)
+          AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY e.tx_id, e.position LIMIT 1)), 0)::float8
+FROM ledger.projections p WHERE p.name = 'log'`
 )

@@ -247,6 +247,11 @@ func (s *Store) ReadAll(ctx context.Context, after Cursor, limit int) ([]Event, 
 	return readAll(ctx, s.pool, queryReadAll, after, limit)
 }
 
+// ReadAllOn is ReadAll on db (a connection or a transaction).
+func ReadAllOn(ctx context.Context, db DBTX, after Cursor, limit int) ([]Event, error) {
+	return readAll(ctx, db, queryReadAll, after, limit)
+}
+
 func readAll(ctx context.Context, db DBTX, query string, after Cursor, limit int) ([]Event, error) {
 	rows, err := db.Query(ctx, query, strconv.FormatUint(after.TxID, 10), after.Position, limit)
 	if err != nil {

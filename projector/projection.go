@@ -16,6 +16,18 @@ import (
 // roll back tx. An error (or a panic) stops the projection at ev.
 type ApplyFunc func(ctx context.Context, tx pgx.Tx, ev ledger.Event) error
 
+// BatchFunc applies a whole batch, the events after from in delivery
+// order, inside the engine's transaction, and moves the projection's
+// checkpoint itself (in its own SQL, which checks from). An error with an
+// EventIndex() int method names the event of the batch that fails; the
+// engine then commits the events before it alone, and stops the
+// projection at it.
+type BatchFunc func(ctx context.Context, tx pgx.Tx, from ledger.Cursor, events []ledger.Event) error
+
+// TickFunc runs between batches (and while there are none) on the
+// connection that holds the projection's lock, outside any transaction.
+type TickFunc func(ctx context.Context, conn *pgx.Conn) error
+
 // Projection is a read model's definition: its name (the row in
 // ledger.projections, and stream projection:<name> for its own events) and
 // either one Go apply function per event type it consumes, or SQL: the
@@ -29,6 +41,20 @@ type Projection struct {
 	// SQL marks a projection the ledger defines (ReadModels); Apply is then
 	// empty.
 	SQL bool
+	// Batch, when set, takes whole batches instead of Apply (the Merkle
+	// log's sealer, see Sealer); Tick, optional, runs between them.
+	Batch BatchFunc
+	Tick  TickFunc
+	// BatchSize, when above 0, is this projection's batch size instead of
+	// the engine's.
+	BatchSize int
+}
+
+// Sealer is the Merkle log's projection: s seals each batch of events
+// into the log (migration 011) and signs checkpoints. The engine runs it
+// like the read models, one runner across all processes.
+func Sealer(s *ledger.Sealer) Projection {
+	return Projection{Name: "log", Batch: s.Seal, Tick: s.Tick}
 }
 
 // ReadModels are the ledger's asynchronous read models, which the engine
@@ -60,9 +86,9 @@ func (p Projection) validate() error {
 	if !projectionName.MatchString(p.Name) {
 		return fmt.Errorf("projector: projection name %q must match %s", p.Name, projectionName)
 	}
-	if p.SQL {
-		if len(p.Apply) > 0 {
-			return fmt.Errorf("projector: projection %s is applied in SQL and has Go apply functions", p.Name)
+	if p.SQL || p.Batch != nil {
+		if len(p.Apply) > 0 || p.SQL && p.Batch != nil {
+			return fmt.Errorf("projector: projection %s has more than one of SQL, Batch and Apply", p.Name)
 		}
 		return nil
 	}

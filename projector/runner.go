@@ -108,6 +108,11 @@ func (r *runner) follow(ctx context.Context, conn *pgx.Conn) error {
 		if err != nil {
 			return err
 		}
+		if r.proj.Tick != nil {
+			if err := r.proj.Tick(ctx, conn); err != nil {
+				return fmt.Errorf("projector: %s between batches: %w", r.proj.Name, err)
+			}
+		}
 		r.observe(ctx, conn)
 		if !worked && !sleep(ctx, r.e.cfg.PollInterval) {
 			return ctx.Err()
@@ -131,6 +136,9 @@ func (r *runner) step(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	}
 	if r.proj.SQL {
 		return r.stepSQL(ctx, conn, from)
+	}
+	if r.proj.Batch != nil {
+		return r.stepBatch(ctx, conn, from)
 	}
 	batch, err := r.read(ctx, conn, from)
 	if err != nil || len(batch) == 0 {

@@ -53,7 +53,7 @@ func commands() []command {
 		{"audit", "[--principal P] [--tool T] [--since T] [--until T] [--request ID] [--limit N] [--json]", "read the audit trail: decisions and outcomes the caller may see", runAudit},
 		{"projector", "status|retry|rebuild|verify [ARGS]", "the projections' checkpoints, lag and failures (execledger projector help)", runProjector},
 		{"verify", "--replay ID [--config FILE] [--pubkey FILE] [--json]", "run a recorded tier A call again and compare its output digest and fuel with its attestation", runVerify},
-		{"keygen", "[--out FILE]", "write an Ed25519 attestation signing key (FILE, FILE.pub)", runKeygen},
+		{"keygen", "[--out FILE] | --note [--name ORIGIN] | --witness --name NAME", "write an Ed25519 key pair (FILE, FILE.pub): attestations' (default), the log's checkpoints' (--note) or a witness's (--witness)", runKeygen},
 		{"bench", "[--mode burndown|continuous] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--river-fetch-cooldown D]", "measure throughput and latency against River on fresh databases", runBench},
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/pgcluster"
 	"github.com/execledger/execledger/internal/policy"
+	"github.com/execledger/execledger/ledger"
 	"github.com/execledger/execledger/migrations"
 )
 
@@ -88,8 +89,25 @@ func devServices(cfg config.Config, logger *slog.Logger) (services, error) {
 	if svc.signer, err = attest.LoadSigner(key); err != nil {
 		return services{}, err
 	}
+	noteKey := cfg.Sealer.NoteKeyFile
+	if noteKey == "" {
+		noteKey = filepath.Join(filepath.Dir(key), "log.key")
+		if _, err := os.Stat(noteKey); errors.Is(err, os.ErrNotExist) {
+			vkey, err := ledger.GenerateNoteKey(devLogOrigin, noteKey)
+			if err != nil {
+				return services{}, err
+			}
+			logger.Info("generated the log's note key", slog.String("verifier_key", vkey), slog.String("file", noteKey))
+		}
+	}
+	if err := svc.loadLogKeys(cfg.Sealer, noteKey); err != nil {
+		return services{}, err
+	}
 	return svc, nil
 }
+
+// devLogOrigin names the log of `execledger dev` (its note key's name).
+const devLogOrigin = "execledger.dev/log"
 
 func runDev(ctx context.Context, e *env, args []string) int {
 	fs, cfgPath := newFlagSet(e, "dev")

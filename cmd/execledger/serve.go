@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/attest"
@@ -59,6 +61,10 @@ func runServe(ctx context.Context, e *env, args []string) int {
 type services struct {
 	policy *policy.Engine
 	signer *attest.Signer
+	// note signs the Merkle log's checkpoints (nil: none are signed);
+	// witnesses publish them.
+	note      note.Signer
+	witnesses []note.Verifier
 }
 
 // loadServices reads the policy files and the signing key. Both are
@@ -78,7 +84,31 @@ func loadServices(cfg config.Config) (services, error) {
 	if err != nil {
 		return services{}, err
 	}
-	return services{policy: pol, signer: signer}, nil
+	svc := services{policy: pol, signer: signer}
+	if err := svc.loadLogKeys(cfg.Sealer, cfg.Sealer.NoteKeyFile); err != nil {
+		return services{}, err
+	}
+	return svc, nil
+}
+
+// loadLogKeys reads the log's note key (from noteKey, "" for none) and the
+// witness keys.
+func (svc *services) loadLogKeys(cfg config.Sealer, noteKey string) error {
+	if noteKey != "" {
+		s, err := ledger.LoadNoteSigner(noteKey)
+		if err != nil {
+			return fmt.Errorf("sealer.note_key_file: %w", err)
+		}
+		svc.note = s
+	}
+	for _, f := range cfg.WitnessKeys {
+		v, err := ledger.LoadWitnessVerifier(f)
+		if err != nil {
+			return fmt.Errorf("sealer.witness_keys: %w", err)
+		}
+		svc.witnesses = append(svc.witnesses, v)
+	}
+	return nil
 }
 
 // serve runs the service until ctx ends: the operations endpoints and,
@@ -126,11 +156,11 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 			}
 		})
 	}
-	if cfg.Projector.Enabled {
+	if projections := engineProjections(cfg, svc, ops.Registry(), logger); len(projections) > 0 {
 		eng, err := projector.New(pool, projector.Config{
 			BatchSize: cfg.Projector.BatchSize, PollInterval: cfg.Projector.PollInterval.Duration,
 			Registerer: ops.Registry(), Logger: logger,
-		}, projector.ReadModels()...)
+		}, projections...)
 		if err != nil {
 			return err
 		}
@@ -141,6 +171,30 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// engineProjections are what serve's projection engine runs: the read
+// models when [projector] is enabled, the Merkle log's sealer when
+// [sealer] is.
+func engineProjections(cfg config.Config, svc services, reg prometheus.Registerer, logger *slog.Logger) []projector.Projection {
+	var ps []projector.Projection
+	if cfg.Projector.Enabled {
+		ps = append(ps, projector.ReadModels()...)
+	}
+	if cfg.Sealer.Enabled {
+		if svc.note == nil {
+			logger.Warn("the Merkle log's sealer signs no checkpoint: no sealer.note_key_file (execledger keygen --note writes one)")
+		}
+		s := ledger.NewSealer(ledger.SealerConfig{
+			Signer: svc.note, CheckpointEvery: cfg.Sealer.CheckpointEvery, CheckpointInterval: cfg.Sealer.CheckpointInterval.Duration,
+			Witnesses: svc.witnesses, Quorum: cfg.Sealer.WitnessQuorum, Registerer: reg,
+			Logger: logger.With(slog.String("component", "sealer")),
+		})
+		p := projector.Sealer(s)
+		p.BatchSize = cfg.Sealer.BatchSize
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // toolCloser closes a family of tools after the executor has stopped.

@@ -44,6 +44,7 @@ type Config struct {
 	Serve     Serve     `toml:"serve"`
 	Executor  Executor  `toml:"executor"`
 	Projector Projector `toml:"projector"`
+	Sealer    Sealer    `toml:"sealer"`
 	Policy    Policy    `toml:"policy"`
 	Attest    Attest    `toml:"attest"`
 	Process   Process   `toml:"process_run"`
@@ -136,6 +137,20 @@ type Projector struct {
 	PollInterval Duration `toml:"poll_interval"` // how often a caught-up runner looks for new events
 }
 
+// Sealer configures the Merkle log's sealer in `execledger serve`: it
+// appends every committed event to the log and signs checkpoints (C2SP
+// tlog-checkpoint notes). Any number of serve processes may run it; one
+// seals at a time.
+type Sealer struct {
+	Enabled            bool     `toml:"enabled"`             // false: this serve seals nothing
+	NoteKeyFile        string   `toml:"note_key_file"`       // the log's note signing key (`execledger keygen --note`); "": the tree grows, no checkpoint is signed
+	CheckpointEvery    int      `toml:"checkpoint_every"`    // sign once this many events wait for a checkpoint...
+	CheckpointInterval Duration `toml:"checkpoint_interval"` // ...or once the newest checkpoint is this old and an event waits
+	WitnessKeys        []string `toml:"witness_keys"`        // witness public key files; with any, a checkpoint is published once cosigned by...
+	WitnessQuorum      int      `toml:"witness_quorum"`      // ...this many of them (0: all)
+	BatchSize          int      `toml:"batch_size"`          // events sealed per transaction
+}
+
 // Serve configures `execledger serve`.
 type Serve struct {
 	Listen string `toml:"listen"` // address of /healthz and /metrics; "" turns them off
@@ -180,7 +195,9 @@ func Default() Config {
 			ShutdownGrace: Duration{10 * time.Second}, ToolTimeout: Duration{30 * time.Second},
 			DefaultMaxCallsPerRun: 4, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}},
 		Projector: Projector{Enabled: true, BatchSize: 500, PollInterval: Duration{100 * time.Millisecond}},
-		Policy:    Policy{Files: []string{}},
+		Sealer: Sealer{Enabled: true, CheckpointEvery: 1000, CheckpointInterval: Duration{time.Second},
+			WitnessKeys: []string{}, BatchSize: 1000},
+		Policy: Policy{Files: []string{}},
 		Process: Process{Tier: "C", WorkspaceRoot: filepath.Join(".execledger", "workspaces"), AllowedExecutables: []string{},
 			EgressMode: "none", EgressAllowlist: []string{}, MaxTimeout: Duration{30 * time.Second},
 			OutputLimitBytes: 64 << 10, KillGrace: Duration{500 * time.Millisecond}, UID: 65534, GID: 65534,
@@ -258,6 +275,10 @@ func (c Config) Validate() error {
 	}
 	if c.Projector.PollInterval.Duration <= 0 {
 		errs = append(errs, errors.New("projector.poll_interval: must be positive"))
+	}
+	if sl := c.Sealer; sl.CheckpointEvery < 1 || sl.CheckpointInterval.Duration <= 0 || sl.BatchSize < 1 || sl.BatchSize > 100000 ||
+		sl.WitnessQuorum < 0 || sl.WitnessQuorum > len(sl.WitnessKeys) {
+		errs = append(errs, errors.New("sealer: checkpoint_every must be at least 1, checkpoint_interval positive, batch_size between 1 and 100000, and witness_quorum between 0 and the number of witness_keys"))
 	}
 	if c.Serve.QuotaMetricsTopK < 1 || c.Serve.QuotaMetricsTopK > 1000 {
 		errs = append(errs, fmt.Errorf("serve.quota_metrics_top_k: %d is not between 1 and 1000", c.Serve.QuotaMetricsTopK))

@@ -1,0 +1,65 @@
+package ledger
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// logMetrics are the Merkle log's gauges, after Tessera's: how far the
+// log has sequenced, integrated, signed and had witnessed the events, and
+// how far behind the newest event it is. A nil *logMetrics records nothing.
+type logMetrics struct {
+	sequenced, integrated, signed, witnessed prometheus.Gauge
+	lag, checkpointTime                      prometheus.Gauge
+	size                                     uint64 // integrated, for sequenced
+}
+
+func newLogMetrics(reg prometheus.Registerer) *logMetrics {
+	if reg == nil {
+		return nil
+	}
+	g := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	m := &logMetrics{
+		sequenced:      g("execledger_log_sequenced_size", "Events committed and deliverable in commit order: the log's size once the sealer has caught up."),
+		integrated:     g("execledger_log_integrated_size", "Leaves in the Merkle log (events sealed)."),
+		signed:         g("execledger_log_signed_size", "Tree size of the newest signed checkpoint."),
+		witnessed:      g("execledger_log_witnessed_size", "Tree size of the newest published checkpoint (cosigned by the witness quorum, or signed when no witness is required)."),
+		lag:            g("execledger_log_lag_seconds", "Age of the oldest committed event not yet sealed; 0 when caught up."),
+		checkpointTime: g("execledger_log_checkpoint_timestamp_seconds", "When the newest checkpoint was signed (Unix time)."),
+	}
+	reg.MustRegister(m.sequenced, m.integrated, m.signed, m.witnessed, m.lag, m.checkpointTime)
+	return m
+}
+
+func (m *logMetrics) setIntegrated(size uint64) {
+	if m != nil {
+		m.size = size
+		m.integrated.Set(float64(size))
+	}
+}
+
+func (m *logMetrics) setSigned(size uint64, at time.Time) {
+	if m != nil {
+		m.signed.Set(float64(size))
+		m.checkpointTime.Set(float64(at.UnixNano()) / 1e9)
+	}
+}
+
+func (m *logMetrics) setWitnessed(size uint64) {
+	if m != nil {
+		m.witnessed.Set(float64(size))
+	}
+}
+
+// setBehind sets the sequenced size from the integrated one and the
+// events waiting behind it, and the lag.
+func (m *logMetrics) setBehind(behind int64, lag float64) {
+	if m == nil {
+		return
+	}
+	m.sequenced.Set(float64(m.size) + float64(behind))
+	m.lag.Set(lag)
+}
