@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"encoding/hex"
 	"strconv"
 	"time"
@@ -37,7 +38,7 @@ type attestationInput struct {
 }
 
 // sign builds and signs the statement for in and the event that records it.
-func (e *Executor) sign(in attestationInput) (attestation, error) {
+func (e *Executor) sign(ctx context.Context, in attestationInput) (attestation, error) {
 	ex := attest.Execution{
 		AttestationID:  in.requestID.String() + "/" + strconv.Itoa(in.attempt),
 		RequestID:      in.requestID.String(),
@@ -59,6 +60,7 @@ func (e *Executor) sign(in attestationInput) (attestation, error) {
 		ExitStatus:     in.result.ExitStatus,
 		ErrorKind:      in.result.ErrorKind,
 		Resources:      in.result.Resources,
+		LogCheckpoint:  e.logCheckpoint(ctx),
 	}
 	st := attest.NewStatement(nil, in.output, ex)
 	for i := range st.Subject {

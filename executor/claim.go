@@ -49,7 +49,7 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 		switch g.verdict {
 		case verdictDeny:
 			res := failure(g.errorKind, g.message)
-			a, err := e.sign(attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
+			a, err := e.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 				runID: j.runID, inputDigest: j.inputDigest, executor: "policy", decision: "deny", reason: g.decision.ReasonCode,
 				started: now, finished: now, result: res})
 			if err != nil {

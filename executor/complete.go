@@ -115,7 +115,7 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 		}
 		j.version = v
 		state := stateOf(res)
-		a, err := e.sign(attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
+		a, err := e.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 			runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
 			decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res})
 		if err != nil {

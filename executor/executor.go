@@ -42,6 +42,8 @@ type Executor struct {
 
 	mu       sync.Mutex
 	inflight map[uuid.UUID]*job // claimed and not yet completed
+
+	logHead logHead // the newest checkpoint, for attestations
 }
 
 // New returns an Executor running the given tools.

@@ -205,7 +205,7 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 		}
 		// The outcome, for the read models made from the event.
 		expired["state"], expired["error_kind"], expired["error"], expired["tier"] = state, res.ErrorKind, res.Error, strp(tier)
-		a, err := e.sign(attestationInput{requestID: x.id, attempt: x.attempt, tool: x.tool, principal: x.principal, runID: x.runID,
+		a, err := e.sign(ctx, attestationInput{requestID: x.id, attempt: x.attempt, tool: x.tool, principal: x.principal, runID: x.runID,
 			inputDigest: x.inputDigest, executor: executor, tier: tier, decision: "allow", reason: "lease.expired",
 			started: now, finished: now, result: res})
 		if err != nil {
@@ -267,7 +267,7 @@ func (e *Executor) expireApprovals(ctx context.Context) (int, error) {
 	var wr writes
 	for _, w := range list {
 		res := failure("approval_denied", fmt.Sprintf("no approval within %s", e.cfg.ApprovalTimeout))
-		a, err := e.sign(attestationInput{requestID: w.id, tool: w.tool, principal: w.principal, runID: w.runID,
+		a, err := e.sign(ctx, attestationInput{requestID: w.id, tool: w.tool, principal: w.principal, runID: w.runID,
 			inputDigest: w.inputDigest, executor: "policy", decision: "deny", reason: "approval.expired",
 			started: now, finished: now, result: res})
 		if err != nil {
@@ -327,7 +327,7 @@ func (e *Executor) attestEnded(ctx context.Context) (int, error) {
 		if x.kind == "approval_denied" {
 			reason = "approval.denied"
 		}
-		a, err := e.sign(attestationInput{requestID: x.id, tool: x.tool, principal: x.principal, runID: x.runID,
+		a, err := e.sign(ctx, attestationInput{requestID: x.id, tool: x.tool, principal: x.principal, runID: x.runID,
 			inputDigest: x.inputDigest, executor: "policy", decision: "deny", reason: reason,
 			started: x.submitted, finished: x.finished, result: failure(x.kind, x.msg)})
 		if err != nil {

@@ -50,3 +50,6 @@ FROM ledger.lock_unattested($1)`
 	queryLastPolicyDigest = `SELECT payload ->> 'policy_digest' FROM ledger.events WHERE stream = 'policy'
 ORDER BY version DESC LIMIT 1`
 )
+
+// queryNewestCheckpoint reads the Merkle log's newest checkpoint.
+const queryNewestCheckpoint = `SELECT size, root_hash, origin FROM ledger.checkpoints ORDER BY size DESC LIMIT 1`
