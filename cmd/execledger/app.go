@@ -54,7 +54,7 @@ func commands() []command {
 		{"projector", "status|retry|rebuild|verify [ARGS]", "the projections' checkpoints, lag and failures (execledger projector help)", runProjector},
 		{"verify", "--replay ID [--config FILE] [--pubkey FILE] [--json]", "run a recorded tier A call again and compare its output digest and fuel with its attestation", runVerify},
 		{"keygen", "[--out FILE] | --note [--name ORIGIN] | --witness --name NAME", "write an Ed25519 key pair (FILE, FILE.pub): attestations' (default), the log's checkpoints' (--note) or a witness's (--witness)", runKeygen},
-		{"bench", "[--mode burndown|continuous] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--river-fetch-cooldown D]", "measure throughput and latency against River on fresh databases", runBench},
+		{"bench", "[--mode burndown|continuous] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--no-projector] [--no-sealer] [--river-fetch-cooldown D]", "measure throughput and latency against River on fresh databases", runBench},
 	}
 }
 

@@ -27,7 +27,8 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	workers := fs.Int("workers", 64, "executor workers and claim batch; River queue MaxWorkers")
 	asJSON := fs.Bool("json", false, "print the report as JSON (progress goes to stderr)")
 	keep := fs.Bool("keep", false, "keep the benchmark databases instead of dropping them")
-	noProjector := fs.Bool("no-projector", false, "run the executor without the projection engine that serve runs beside it")
+	noProjector := fs.Bool("no-projector", false, "run the executor without the read models' projection engine that serve runs beside it")
+	noSealer := fs.Bool("no-sealer", false, "run the executor without the Merkle log's sealer that serve runs beside it")
 	riverCooldown := fs.Duration("river-fetch-cooldown", bench.DefaultRiverFetchCooldown,
 		"River's FetchCooldown; River's own default, 100ms, caps a queue at 10 fetches a second")
 	// Not in the usage: tools for whoever digs into the figures.
@@ -59,7 +60,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	}
 	cfg := bench.Config{
 		AdminURL: conf.Database.URL, Mode: *mode, System: *system, N: *n, Duration: *duration,
-		Submitters: *submitters, Workers: *workers, Keep: *keep, NoProjector: *noProjector, RiverFetchCooldown: *riverCooldown,
+		Submitters: *submitters, Workers: *workers, Keep: *keep, NoProjector: *noProjector, NoSealer: *noSealer, RiverFetchCooldown: *riverCooldown,
 		ClaimBatch: *claimBatch, CompleteBatch: *completeBatch, WorkSettings: workSettings,
 		Progress: e.io.out, Logger: slog.New(slog.NewTextHandler(e.io.err, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}

@@ -83,6 +83,9 @@ func checkSummary(t *testing.T, mode string, s *Summary) {
 	if (s.ProjectionLag != nil && s.ProjectionLag.Count > 0) != wantEvents {
 		t.Errorf("%s: read model lag %+v", s.System, s.ProjectionLag)
 	}
+	if (s.SealerLag != nil && s.SealerLag.Count > 0) != wantEvents {
+		t.Errorf("%s: sealer lag %+v", s.System, s.SealerLag)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -54,6 +54,9 @@ type Config struct {
 	// NoProjector runs Execledger's executor without the projection
 	// engine (serve runs both), to measure the executor's share alone.
 	NoProjector bool
+	// NoSealer runs it without the Merkle log's sealer (serve runs it), to
+	// measure what sealing and signing cost.
+	NoSealer bool
 	// Interval is how often a progress line is printed.
 	Interval time.Duration
 	// Stall ends a run that made no progress for this long.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/attest"
@@ -40,17 +41,21 @@ type ledgerTarget struct {
 	projPool    *pgxpool.Pool
 	engine      *projector.Engine
 	noProjector bool
+	noSealer    bool
 	lagMu       sync.Mutex
 	lag         []float64
+	sealerLag   []float64
 }
 
 // queryLedgerProjectionLag is the seconds behind of the asynchronous
-// projection furthest behind.
-const queryLedgerProjectionLag = `SELECT coalesce(max(extract(epoch FROM clock_timestamp() - (
-    SELECT e.recorded_at FROM ledger.events e
-    WHERE (e.tx_id, e.position) > (p.tx_id, p.position) AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-    ORDER BY e.tx_id, e.position LIMIT 1))), 0)::float8
-FROM ledger.projections p WHERE p.mode = 'async'`
+// projection furthest behind, and of the Merkle log's sealer.
+const queryLedgerProjectionLag = `SELECT coalesce(max(b.behind) FILTER (WHERE b.mode = 'async'), 0)::float8,
+       coalesce(max(b.behind) FILTER (WHERE b.mode = 'sealer'), 0)::float8
+FROM (SELECT p.mode, extract(epoch FROM clock_timestamp() - (
+          SELECT e.recorded_at FROM ledger.events e
+          WHERE (e.tx_id, e.position) > (p.tx_id, p.position) AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+          ORDER BY e.tx_id, e.position LIMIT 1)) AS behind
+      FROM ledger.projections p WHERE p.mode IN ('async', 'sealer')) b`
 
 // lagSampleInterval is how often the projections' lag is sampled.
 const lagSampleInterval = 100 * time.Millisecond
@@ -71,7 +76,7 @@ func newLedgerTarget(ctx context.Context, db *Database, cfg Config) (*ledgerTarg
 	if err != nil {
 		return nil, err
 	}
-	t := &ledgerTarget{noProjector: cfg.NoProjector}
+	t := &ledgerTarget{noProjector: cfg.NoProjector, noSealer: cfg.NoSealer}
 	if t.submitPool, err = db.pool(ctx, cfg.Submitters, nil); err != nil {
 		return nil, err
 	}
@@ -79,13 +84,20 @@ func newLedgerTarget(ctx context.Context, db *Database, cfg Config) (*ledgerTarg
 		t.close()
 		return nil, err
 	}
-	if t.projPool, err = db.pool(ctx, len(projector.ReadModels())+2, nil); err != nil {
+	projections, err := benchProjections(cfg)
+	if err != nil {
 		t.close()
 		return nil, err
 	}
-	if t.engine, err = projector.New(t.projPool, projector.Config{Logger: cfg.Logger}, projector.ReadModels()...); err != nil {
+	if t.projPool, err = db.pool(ctx, len(projections)+2, nil); err != nil {
 		t.close()
 		return nil, err
+	}
+	if len(projections) > 0 {
+		if t.engine, err = projector.New(t.projPool, projector.Config{Logger: cfg.Logger}, projections...); err != nil {
+			t.close()
+			return nil, err
+		}
 	}
 	xcfg := executor.Config{Label: "bench", Workers: cfg.Workers, ClaimBatch: cfg.ClaimBatch, CompleteBatch: cfg.CompleteBatch,
 		DefaultMaxCallsPerRun: callsPerRun}
@@ -96,6 +108,30 @@ func newLedgerTarget(ctx context.Context, db *Database, cfg Config) (*ledgerTarg
 		return nil, err
 	}
 	return t, nil
+}
+
+// benchProjections are what serve's engine runs: the read models and the
+// Merkle log's sealer (signing with a fresh note key, serve's defaults),
+// each unless turned off.
+func benchProjections(cfg Config) ([]projector.Projection, error) {
+	var ps []projector.Projection
+	if !cfg.NoProjector {
+		ps = append(ps, projector.ReadModels()...)
+	}
+	if !cfg.NoSealer {
+		skey, _, err := note.GenerateKey(rand.Reader, "bench.execledger/log")
+		if err != nil {
+			return nil, err
+		}
+		signer, err := note.NewSigner(skey)
+		if err != nil {
+			return nil, err
+		}
+		p := projector.Sealer(ledger.NewSealer(ledger.SealerConfig{Signer: signer, Logger: cfg.Logger}))
+		p.BatchSize = 1000
+		ps = append(ps, p)
+	}
+	return ps, nil
 }
 
 func migrateLedger(ctx context.Context, db *Database) error {
@@ -135,7 +171,7 @@ func (t *ledgerTarget) start(ctx context.Context) (func(context.Context) error, 
 	exited := make(chan struct{})
 	var runErr error
 	var wg sync.WaitGroup
-	if !t.noProjector {
+	if t.engine != nil {
 		wg.Go(func() { _ = t.engine.Run(runCtx) })
 		wg.Go(func() { t.sampleLag(runCtx) })
 	}
@@ -171,12 +207,17 @@ func (t *ledgerTarget) sampleLag(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		var worst float64
-		if err := t.projPool.QueryRow(ctx, queryLedgerProjectionLag).Scan(&worst); err != nil {
+		var worst, sealer float64
+		if err := t.projPool.QueryRow(ctx, queryLedgerProjectionLag).Scan(&worst, &sealer); err != nil {
 			continue
 		}
 		t.lagMu.Lock()
-		t.lag = append(t.lag, worst)
+		if !t.noProjector {
+			t.lag = append(t.lag, worst)
+		}
+		if !t.noSealer {
+			t.sealerLag = append(t.sealerLag, sealer)
+		}
 		t.lagMu.Unlock()
 	}
 }
@@ -203,6 +244,7 @@ func (t *ledgerTarget) summarize(ctx context.Context, s *Summary) error {
 	}
 	t.lagMu.Lock()
 	s.ProjectionLag = lagPercentiles(t.lag)
+	s.SealerLag = lagPercentiles(t.sealerLag)
 	t.lagMu.Unlock()
 	return nil
 }

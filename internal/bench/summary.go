@@ -48,6 +48,10 @@ type Summary struct {
 	// were, sampled every 100 ms over the run, in milliseconds (nil for
 	// River, which has none).
 	ProjectionLag *Latency `json:"projection_lag_ms,omitempty"`
+	// SealerLag is how far behind the log the Merkle log's sealer was
+	// (the age of the oldest committed event not yet sealed), sampled
+	// like ProjectionLag.
+	SealerLag *Latency `json:"sealer_lag_ms,omitempty"`
 }
 
 // Latency holds percentiles in milliseconds.
@@ -106,6 +110,9 @@ func (s *Summary) print(w io.Writer) {
 	}
 	if l := s.ProjectionLag; l != nil {
 		fmt.Fprintf(w, "  read model lag ms p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%d samples)\n", l.P50, l.P90, l.P99, l.Max, l.Count)
+	}
+	if l := s.SealerLag; l != nil {
+		fmt.Fprintf(w, "  sealer lag ms     p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%d samples)\n", l.P50, l.P90, l.P99, l.Max, l.Count)
 	}
 	if s.Database != "" {
 		fmt.Fprintf(w, "  database          %s (kept)\n", s.Database)
