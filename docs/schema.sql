@@ -1487,8 +1487,8 @@ BEGIN
             USING ERRCODE = 'serialization_failure';
     END IF;
 
-    INSERT INTO ledger.log_leaves (leaf_index, "position")
-    SELECT p_size - 1 + row_number() OVER (ORDER BY e.tx_id, e.position), e.position
+    INSERT INTO ledger.log_leaves (leaf_index, tx_id, "position")
+    SELECT p_size - 1 + row_number() OVER (ORDER BY e.tx_id, e.position), e.tx_id, e.position
     FROM ledger.events e
     WHERE e.tx_id BETWEEN p_from_tx AND p_to_tx
       AND (e.tx_id, e.position) > (p_from_tx, p_from_pos)
@@ -2730,6 +2730,7 @@ ALTER TABLE ledger.events ALTER COLUMN "position" ADD GENERATED ALWAYS AS IDENTI
 
 CREATE TABLE ledger.log_leaves (
     leaf_index bigint NOT NULL,
+    tx_id xid8 NOT NULL,
     "position" bigint NOT NULL,
     CONSTRAINT log_leaves_index_check CHECK ((leaf_index >= 0))
 );
@@ -2739,7 +2740,7 @@ CREATE TABLE ledger.log_leaves (
 -- Name: TABLE log_leaves; Type: COMMENT; Schema: ledger; Owner: -
 --
 
-COMMENT ON TABLE ledger.log_leaves IS 'Merkle log: leaf index -> ledger.events.position, in ledger.read_all order, dense from 0.';
+COMMENT ON TABLE ledger.log_leaves IS 'Merkle log: leaf index -> the event (tx_id, position), in ledger.read_all order, dense from 0.';
 
 
 --

@@ -13,15 +13,18 @@
 -- checkpoint in the same transaction. Only the hashes are the caller's:
 -- which events become which leaves is the database's.
 
--- log_leaves maps each leaf index to its event. The event's bytes are in
--- ledger.events; its leaf hash is log_nodes (level 0, leaf_index).
+-- log_leaves maps each leaf index to its event, by (tx_id, position), the
+-- key of events_delivery_idx: reading leaves in order reads the events in
+-- delivery order. The event's bytes are in ledger.events; its leaf hash is
+-- log_nodes (level 0, leaf_index).
 CREATE TABLE ledger.log_leaves (
     leaf_index bigint PRIMARY KEY,
+    tx_id      xid8   NOT NULL,
     "position" bigint NOT NULL,
     CONSTRAINT log_leaves_index_check CHECK (leaf_index >= 0)
 );
 CREATE UNIQUE INDEX log_leaves_position_idx ON ledger.log_leaves ("position");
-COMMENT ON TABLE ledger.log_leaves IS 'Merkle log: leaf index -> ledger.events.position, in ledger.read_all order, dense from 0.';
+COMMENT ON TABLE ledger.log_leaves IS 'Merkle log: leaf index -> the event (tx_id, position), in ledger.read_all order, dense from 0.';
 
 -- log_nodes holds the hash of every perfect subtree of the tree: level 0
 -- the leaves, level l the node over leaves [idx * 2^l, (idx + 1) * 2^l).
@@ -154,8 +157,8 @@ BEGIN
             USING ERRCODE = 'serialization_failure';
     END IF;
 
-    INSERT INTO ledger.log_leaves (leaf_index, "position")
-    SELECT p_size - 1 + row_number() OVER (ORDER BY e.tx_id, e.position), e.position
+    INSERT INTO ledger.log_leaves (leaf_index, tx_id, "position")
+    SELECT p_size - 1 + row_number() OVER (ORDER BY e.tx_id, e.position), e.tx_id, e.position
     FROM ledger.events e
     WHERE e.tx_id BETWEEN p_from_tx AND p_to_tx
       AND (e.tx_id, e.position) > (p_from_tx, p_from_pos)
