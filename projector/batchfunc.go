@@ -44,14 +44,19 @@ func (r *runner) stepBatch(ctx context.Context, conn *pgx.Conn, from ledger.Curs
 	}
 }
 
-// readWhole reads up to BatchSize events after from, trimmed back to the
-// last transaction boundary; a transaction with more events than that is
-// read whole.
+// readWhole reads up to the step's size of events after from, trimmed
+// back to the last transaction boundary; a transaction with more events
+// than that is read whole. As stepSQL does, a projection that is behind
+// takes bigger steps: a full batch doubles the next one's size, up to
+// maxGrowth times the batch size, and one that finds fewer events goes
+// back to the batch size.
 func (r *runner) readWhole(ctx context.Context, conn *pgx.Conn, from ledger.Cursor) ([]ledger.Event, error) {
-	limit := r.e.cfg.BatchSize
+	base := r.e.cfg.BatchSize
 	if r.proj.BatchSize > 0 {
-		limit = r.proj.BatchSize
+		base = r.proj.BatchSize
 	}
+	limit := max(r.size, base)
+	r.size = base
 	for {
 		events, err := ledger.ReadAllOn(ctx, conn, from, limit+1)
 		if err != nil {
@@ -60,6 +65,7 @@ func (r *runner) readWhole(ctx context.Context, conn *pgx.Conn, from ledger.Curs
 		if len(events) <= limit {
 			return events, nil
 		}
+		r.size = min(2*limit, maxGrowth*base)
 		next := events[limit].TxID
 		n := limit
 		for n > 0 && events[n-1].TxID == next {
