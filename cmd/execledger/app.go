@@ -53,6 +53,7 @@ func commands() []command {
 		{"audit", "[--principal P] [--tool T] [--since T] [--until T] [--request ID] [--limit N] [--json]", "read the audit trail: decisions and outcomes the caller may see", runAudit},
 		{"projector", "status|retry|rebuild|verify [ARGS]", "the projections' checkpoints, lag and failures (execledger projector help)", runProjector},
 		{"verify", "--replay ID [--config FILE] [--pubkey FILE] [--json]", "run a recorded tier A call again and compare its output digest and fuel with its attestation", runVerify},
+		{"witness", "--log-key K --key WITNESS_KEY --state FILE [--once] [--interval D] [--config FILE] [--json]", "check that the log's newest checkpoint extends the last one this witness accepted, then cosign it", runWitness},
 		{"keygen", "[--out FILE] | --note [--name ORIGIN] | --witness --name NAME", "write an Ed25519 key pair (FILE, FILE.pub): attestations' (default), the log's checkpoints' (--note) or a witness's (--witness)", runKeygen},
 		{"bench", "[--mode burndown|continuous] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--no-projector] [--no-sealer] [--river-fetch-cooldown D]", "measure throughput and latency against River on fresh databases", runBench},
 	}
