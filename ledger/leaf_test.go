@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -27,6 +28,32 @@ func TestEncodingIsWhatEventHashHashes(t *testing.T) {
 	for i, v := range variants {
 		if LeafHash(v.Encoding()) == LeafHash(enc) {
 			t.Errorf("variant %d has the same leaf hash", i)
+		}
+	}
+}
+
+func TestVerifierKeysLoadFromFilesAndText(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 20 { // base64 holds '+' in some keys and not in others
+		path := fmt.Sprintf("%s/k%d", dir, i)
+		vkey, err := GenerateNoteKey("test.execledger/log", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, arg := range []string{path + ".pub", vkey} {
+			v, err := LoadNoteVerifier(arg)
+			if err != nil || v.Name() != "test.execledger/log" {
+				t.Fatalf("LoadNoteVerifier(%q): %v", arg, err)
+			}
+		}
+		wkey, err := GenerateWitnessKey("witness.test", path+"w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, arg := range []string{path + "w.pub", wkey} {
+			if _, err := LoadWitnessVerifier(arg); err != nil {
+				t.Fatalf("LoadWitnessVerifier(%q): %v", arg, err)
+			}
 		}
 	}
 }

@@ -134,10 +134,11 @@ func LoadWitnessVerifier(path string) (note.Verifier, error) {
 	return v, nil
 }
 
-// keyOrFile returns path's content, or path itself when it has the form
-// of a verifier key (name+hash+base64) and names no file.
+// keyOrFile returns path's content, or path itself when it names no file
+// and has the form of a verifier key (name+hash+base64, whose base64 may
+// hold more '+').
 func keyOrFile(path string) (string, error) {
-	if _, err := os.Stat(path); err != nil && strings.Count(path, "+") == 2 {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && strings.Count(path, "+") >= 2 {
 		return path, nil
 	}
 	return readKey(path)

@@ -130,7 +130,7 @@ func runWitness(ctx context.Context, e *env, args []string) int {
 }
 
 func newWitness(logKey, key, state string) (*witness, error) {
-	v, err := loadLogKey(logKey)
+	v, err := ledger.LoadNoteVerifier(logKey)
 	if err != nil {
 		return nil, err
 	}
@@ -145,20 +145,6 @@ func newWitness(logKey, key, state string) (*witness, error) {
 		return nil, fmt.Errorf("%s: a witness signer without a verifier (%T)", key, s)
 	}
 	return &witness{logKey: v, signer: s, self: cs.Verifier(), state: state}, nil
-}
-
-// loadLogKey reads the log's verifier key from a file or takes the key
-// text. ledger.LoadNoteVerifier takes text only with exactly two '+'
-// (name+hash+base64), and base64 has '+' too: about half of all keys are
-// read as a file name. Until that is fixed there, a key that names no file
-// and parses as a verifier key is taken here.
-func loadLogKey(arg string) (note.Verifier, error) {
-	if _, err := os.Stat(arg); errors.Is(err, fs.ErrNotExist) {
-		if v, err := note.NewVerifier(arg); err == nil {
-			return v, nil
-		}
-	}
-	return ledger.LoadNoteVerifier(arg)
 }
 
 // pass checks the log's newest checkpoint against the state and cosigns
