@@ -1,0 +1,142 @@
+package export
+
+// The package's SQL. Each reads through an index: log_leaves by
+// leaf_index (its primary key) or position (log_leaves_position_idx),
+// events by (tx_id, position) (events_delivery_idx) or (stream, version)
+// (events_pkey), log_nodes by (level, idx).
+
+// leafColumns are what a bundle needs of a leaf: its index, its leaf hash
+// as stored (level 0 of log_nodes, never recomputed) and its event, whose
+// columns are NULL when the event row is gone.
+const leafColumns = `l.leaf_index, n.hash, e.position, e.stream, e.version, e.type, e.payload::text, e.metadata::text,
+       e.recorded_at, e.hash`
+
+const (
+	// queryLeafRange reads the leaves [$1, $2) in order.
+	queryLeafRange = `SELECT ` + leafColumns + `
+FROM ledger.log_leaves l
+JOIN ledger.log_nodes n ON n.level = 0 AND n.idx = l.leaf_index
+LEFT JOIN ledger.events e ON e.tx_id = l.tx_id AND e.position = l.position
+WHERE l.leaf_index >= $1 AND l.leaf_index < $2
+ORDER BY l.leaf_index`
+
+	// queryLeafList reads the leaves $1 (ascending) in order.
+	queryLeafList = `SELECT ` + leafColumns + `
+FROM unnest($1::bigint[]) AS u(i)
+JOIN ledger.log_leaves l ON l.leaf_index = u.i
+JOIN ledger.log_nodes n ON n.level = 0 AND n.idx = l.leaf_index
+LEFT JOIN ledger.events e ON e.tx_id = l.tx_id AND e.position = l.position
+ORDER BY l.leaf_index`
+
+	// queryUnattested finds, among the leaves [$1, $2), the first final
+	// outcome of a request whose attestation.signed is not sealed below
+	// $2. The final outcomes are internal/bundle's: a policy denial, an
+	// approval denial, the execution's end, a cancellation, a lease expiry
+	// that did not requeue.
+	queryUnattested = `SELECT substr(w.stream, 9), w.type, w.leaf_index
+FROM (
+    SELECT e.stream, e.type, l.leaf_index
+    FROM ledger.log_leaves l
+    JOIN ledger.events e ON e.tx_id = l.tx_id AND e.position = l.position
+    WHERE l.leaf_index >= $1 AND l.leaf_index < $2
+      AND e.stream LIKE 'request:%'
+      AND (e.type IN ('approval.denied', 'execution.finished', 'request.cancelled')
+           OR e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny'
+           OR e.type = 'lease.expired' AND e.payload ->> 'action' IS DISTINCT FROM 'requeued')
+) w
+WHERE NOT EXISTS (
+    SELECT 1 FROM ledger.events a
+    JOIN ledger.log_leaves al ON al.position = a.position
+    WHERE a.stream = w.stream AND a.type = 'attestation.signed' AND al.leaf_index < $2)
+ORDER BY w.leaf_index
+LIMIT 1`
+
+	// queryOlderCheckpoints lists the sizes of the checkpoints below $1,
+	// newest first, published ones only when $2.
+	queryOlderCheckpoints = `SELECT size FROM ledger.checkpoints
+WHERE size < $1 AND (NOT $2 OR published_at IS NOT NULL)
+ORDER BY size DESC LIMIT $3`
+
+	// queryAnyCheckpoint says whether the log has a checkpoint at all,
+	// published or not.
+	queryAnyCheckpoint = `SELECT EXISTS (SELECT 1 FROM ledger.checkpoints)`
+
+	// queryAttestationKeys lists the attestation key ids of the events
+	// sealed below $1. The events table has no index on type: this is one
+	// sequential scan, once per full export.
+	queryAttestationKeys = `SELECT DISTINCT e.payload ->> 'key_id'
+FROM ledger.events e
+JOIN ledger.log_leaves l ON l.position = e.position
+WHERE e.type = 'attestation.signed' AND e.stream LIKE 'request:%' AND l.leaf_index < $1
+  AND e.payload ->> 'key_id' IS NOT NULL
+ORDER BY 1`
+
+	// queryRequestExists says whether ledger.requests has request $1.
+	queryRequestExists = `SELECT EXISTS (SELECT 1 FROM ledger.requests WHERE id = $1)`
+
+	// querySelectedLeaves (with selectionWhere's conditions) lists the
+	// leaves below $1 of the selected requests' streams, with each
+	// attestation's envelope.
+	querySelectedLeaves = `WITH sel AS MATERIALIZED (
+    SELECT r.id FROM ledger.requests r %s
+)
+SELECT l.leaf_index, CASE WHEN e.type = 'attestation.signed' THEN e.payload ->> 'envelope' END
+FROM sel
+JOIN ledger.events e ON e.stream = 'request:' || sel.id::text
+JOIN ledger.log_leaves l ON l.position = e.position
+WHERE l.leaf_index < $1
+ORDER BY l.leaf_index`
+
+	// querySelectedUnsealed counts the selected requests and their events
+	// that are not sealed below $1.
+	querySelectedUnsealed = `WITH sel AS MATERIALIZED (
+    SELECT r.id FROM ledger.requests r %s
+)
+SELECT (SELECT count(*) FROM sel), count(e.position) FILTER (WHERE l.leaf_index IS NULL OR l.leaf_index >= $1)
+FROM sel
+LEFT JOIN ledger.events e ON e.stream = 'request:' || sel.id::text
+LEFT JOIN ledger.log_leaves l ON l.position = e.position`
+
+	// queryStreamSealed reads how many events stream $1 has and the leaf
+	// after its last sealed one, NULL when one is not sealed yet.
+	queryStreamSealed = `SELECT count(*), CASE WHEN bool_and(l.leaf_index IS NOT NULL) THEN max(l.leaf_index) + 1 END
+FROM ledger.events e
+LEFT JOIN ledger.log_leaves l ON l.position = e.position
+WHERE e.stream = $1`
+
+	// queryStreamProofs reads a request stream's events by version, each
+	// with its leaf and leaf hash when it is sealed.
+	queryStreamProofs = `SELECT e.position, e.stream, e.version, e.type, e.payload::text, e.metadata::text, e.recorded_at, e.hash,
+       l.leaf_index, n.hash
+FROM ledger.events e
+LEFT JOIN ledger.log_leaves l ON l.position = e.position
+LEFT JOIN ledger.log_nodes n ON n.level = 0 AND n.idx = l.leaf_index
+WHERE e.stream = $1
+ORDER BY e.version`
+
+	// queryFinalRequests counts the requests the read model says are
+	// final.
+	queryFinalRequests = `SELECT count(*) FROM ledger.requests
+WHERE state IN ('succeeded', 'failed', 'denied', 'cancelled')`
+
+	// queryReadModelFaults lists the final requests of the read model
+	// whose attestation is not the one the log sealed below $1: none in
+	// the stream, one not sealed below $1, or another digest. recent: it
+	// ended less than $2 seconds ago.
+	queryReadModelFaults = `SELECT r.id::text, r.state, r.attestation_digest, r.finished_at,
+       coalesce(clock_timestamp() - r.finished_at < make_interval(secs => $2), false),
+       a.digest, a.leaf_index
+FROM ledger.requests r
+LEFT JOIN LATERAL (
+    SELECT e.payload ->> 'attestation_digest' AS digest, l.leaf_index
+    FROM ledger.events e
+    LEFT JOIN ledger.log_leaves l ON l.position = e.position
+    WHERE e.stream = 'request:' || r.id::text AND e.type = 'attestation.signed'
+    ORDER BY e.version DESC
+    LIMIT 1
+) a ON true
+WHERE r.state IN ('succeeded', 'failed', 'denied', 'cancelled')
+  AND (a.digest IS NULL OR a.leaf_index IS NULL OR a.leaf_index >= $1
+       OR a.digest IS DISTINCT FROM r.attestation_digest)
+ORDER BY r.finished_at, r.id`
+)
