@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/execledger/execledger/internal/bundle"
+	"github.com/execledger/execledger/internal/export"
+	"github.com/execledger/execledger/ledger"
+)
+
+const exportUsage = "execledger export [--request ID] [--principal P] [--since T] [--until T] [--wait D] --out FILE [--force] [--config F]"
+
+// runExport writes an export bundle (internal/bundle) of the whole log or
+// of some requests, for `execledger verify` to check offline.
+func runExport(ctx context.Context, e *env, args []string) int {
+	fs, cfgPath := newFlagSet(e, "export")
+	request := fs.String("request", "", "only this request (its id)")
+	principal := fs.String("principal", "", "only this principal's requests")
+	since := fs.String("since", "", "only requests submitted at or after this time (RFC 3339, or a duration before now: 24h, 7d)")
+	until := fs.String("until", "", "only requests submitted before this time")
+	wait := fs.Duration("wait", export.DefaultWait, "how long to wait for a clean published checkpoint when the newest is not")
+	out := fs.String("out", "", "the bundle file to write")
+	force := fs.Bool("force", false, "overwrite FILE if it exists")
+	if _, code, ok := e.parseArgs(fs, args, 0, exportUsage); !ok {
+		return code
+	}
+	scope, err := exportScope(time.Now(), *request, *principal, *since, *until)
+	if err != nil {
+		return e.fail(exitUsage, "export: %v", err)
+	}
+	if *out == "" || *wait < 0 {
+		return e.fail(exitUsage, "export needs --out FILE (and --wait ≥ 0)\nusage: %s", exportUsage)
+	}
+	if _, err := os.Lstat(*out); err == nil && !*force {
+		return e.fail(exitError, "export: %s exists (--force overwrites it)", *out)
+	}
+	_, pool, err := e.connect(ctx, *cfgPath)
+	if err != nil {
+		return e.fail(exitError, "%v", err)
+	}
+	defer pool.Close()
+	bar := newProgressLine(e.io.err, "exported")
+	opts := export.Options{Scope: scope, Wait: *wait, Progress: bar.update}
+	if *wait == 0 {
+		opts.Wait = -1
+	}
+	var sum export.Summary
+	n, err := writeFileAtomic(*out, *force, func(w io.Writer) error {
+		sum, err = export.Export(ctx, pool, opts, bundle.NewWriter(w))
+		return err
+	})
+	bar.finish()
+	switch {
+	case errors.Is(err, export.ErrNoRequest):
+		return e.fail(exitNotFound, "export: no request %s", *request)
+	case err != nil:
+		return e.fail(exitError, "%v", err)
+	}
+	printExportSummary(e.io.out, sum, *out, n)
+	return exitOK
+}
+
+// exportScope checks export's filters and makes the bundle's scope.
+func exportScope(now time.Time, request, principal, since, until string) (bundle.Scope, error) {
+	var s bundle.Scope
+	if request != "" {
+		if principal != "" || since != "" || until != "" {
+			return s, errors.New("--request takes no other filter")
+		}
+		id, err := uuid.Parse(request)
+		if err != nil {
+			return s, fmt.Errorf("--request: %q is not a request id (a UUID)", request)
+		}
+		s.Request = id.String()
+		return s, nil
+	}
+	t := func(v string) (*time.Time, error) {
+		tm, err := parseTimeFlag(v, now)
+		if err != nil || tm.IsZero() {
+			return nil, err
+		}
+		tm = tm.UTC()
+		return &tm, nil
+	}
+	var err error
+	if s.Since, err = t(since); err != nil {
+		return s, fmt.Errorf("--since: %w", err)
+	}
+	if s.Until, err = t(until); err != nil {
+		return s, fmt.Errorf("--until: %w", err)
+	}
+	if s.Since != nil && s.Until != nil && !s.Since.Before(*s.Until) {
+		return s, fmt.Errorf("--since %s is not before --until %s", s.Since.Format(time.RFC3339), s.Until.Format(time.RFC3339))
+	}
+	s.Principal = principal
+	s.Full = principal == "" && s.Since == nil && s.Until == nil
+	return s, nil
+}
+
+func printExportSummary(w io.Writer, sum export.Summary, out string, bytes int64) {
+	cp := sum.Choice.Checkpoint
+	what := "the whole log"
+	switch s := sum.Scope; {
+	case s.Request != "":
+		what = "request " + s.Request
+	case !s.Full:
+		var parts []string
+		if s.Principal != "" {
+			parts = append(parts, "principal "+s.Principal)
+		}
+		if s.Since != nil {
+			parts = append(parts, "submitted from "+s.Since.Format(time.RFC3339))
+		}
+		if s.Until != nil {
+			parts = append(parts, "submitted before "+s.Until.Format(time.RFC3339))
+		}
+		what = "the requests of " + strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(w, "exported %s: %d events, %d requests, %d checkpoints\n", what, sum.Events, sum.Requests, sum.Checkpoints)
+	fmt.Fprintf(w, "checkpoint:  %d %s (origin %s)\n", cp.Size, base64.StdEncoding.EncodeToString(cp.Root), cp.Origin)
+	if sum.Choice.Unclean != nil && sum.Choice.Newest > cp.Size {
+		fmt.Fprintf(w, "             not the newest published (%d): %s\n", sum.Choice.Newest, sum.Choice.Unclean)
+	}
+	if sum.Unsealed > 0 {
+		fmt.Fprintf(w, "not sealed:  %d events of the %d requests selected are not under the checkpoint yet, and not in the bundle\n",
+			sum.Unsealed, sum.Selected)
+	}
+	fmt.Fprintf(w, "out:         %s (%d bytes)\n", out, bytes)
+}
+
+// writeFileAtomic writes path through write: into a temporary file in the
+// same directory, synced, then moved to path; an existing path is
+// replaced only with force. Nothing is left behind on an error. It
+// returns the bytes written.
+func writeFileAtomic(path string, force bool, write func(io.Writer) error) (n int64, err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	cw := &countingWriter{w: tmp}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	if err = write(bw); err != nil {
+		return 0, err
+	}
+	if err = bw.Flush(); err != nil {
+		return 0, err
+	}
+	if err = tmp.Sync(); err != nil {
+		return 0, err
+	}
+	if err = tmp.Close(); err != nil {
+		return 0, err
+	}
+	if force {
+		return cw.n, os.Rename(tmp.Name(), path)
+	}
+	// A link fails if path has appeared since: never overwrite it.
+	if err = os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return 0, fmt.Errorf("%s exists (--force overwrites it)", path)
+		}
+		return 0, err
+	}
+	return cw.n, os.Remove(tmp.Name())
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// progressLine reports a long command's progress on stderr: a bar
+// redrawn in place on a terminal, else a line every few seconds.
+type progressLine struct {
+	mu    sync.Mutex
+	w     io.Writer
+	verb  string
+	tty   bool
+	start time.Time
+	last  time.Time
+	drawn bool
+}
+
+const progressEvery = 5 * time.Second
+
+func newProgressLine(w io.Writer, verb string) *progressLine {
+	p := &progressLine{w: w, verb: verb, start: time.Now()}
+	p.last = p.start
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	return p
+}
+
+func (p *progressLine) update(done, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.tty {
+		if now.Sub(p.last) < 100*time.Millisecond && (total <= 0 || done < total) {
+			return
+		}
+		p.last, p.drawn = now, true
+		line := p.count(done, total)
+		if total > 0 {
+			line = p.bar(done, total) + " " + line
+		}
+		fmt.Fprintf(p.w, "\r%s", line)
+		return
+	}
+	if now.Sub(p.last) >= progressEvery {
+		p.last = now
+		fmt.Fprintln(p.w, p.count(done, total))
+	}
+}
+
+func (p *progressLine) count(done, total int64) string {
+	rate := float64(done) / max(time.Since(p.start).Seconds(), 1e-3)
+	if total <= 0 {
+		return fmt.Sprintf("%s %d events (%.0f/s)", p.verb, done, rate)
+	}
+	return fmt.Sprintf("%s %d/%d events (%.0f/s)", p.verb, done, total, rate)
+}
+
+func (p *progressLine) bar(done, total int64) string {
+	const width = 30
+	filled := int(min(done, total) * width / total)
+	return "[" + strings.Repeat("=", filled) + strings.Repeat(" ", width-filled) + "]"
+}
+
+// finish ends the bar's line.
+func (p *progressLine) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}
+
+// checkpointText formats a checkpoint as "SIZE ROOT".
+func checkpointText(c ledger.Checkpoint) string {
+	return fmt.Sprintf("%d %s", c.Size, base64.StdEncoding.EncodeToString(c.Root))
+}
