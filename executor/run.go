@@ -57,6 +57,19 @@ func (e *Executor) execute(j *job) (res Result) {
 		res = failure("runtime_failure", j.tool+": produced output with a NUL character (\\u0000), which the ledger cannot store")
 		res.Events = events
 	}
+	if len(res.Output) > 0 {
+		// The output is stored as execution.finished's "output" member,
+		// which encoding/json writes compacted (and with <, > and &
+		// escaped): the attestation signs those bytes, the ones an
+		// auditor reads back, not the tool's own spelling.
+		stored, err := StoredOutput(res.Output)
+		if err != nil {
+			res = failure("runtime_failure", j.tool+": produced output that is not JSON")
+			res.Events = events
+		} else {
+			res.Output = stored
+		}
+	}
 	res.Error = storableText(res.Error)
 	if err := checkToolEvents(res.Events); err != nil {
 		e.logger.Error("tool recorded a bad event", slog.String("tool", j.tool), slog.String("request_id", j.id.String()), slog.Any("error", err))
@@ -151,4 +164,11 @@ func validChannelStream(s string) bool {
 		}
 	}
 	return true
+}
+
+// StoredOutput is output as the ledger stores it in execution.finished
+// (encoding/json's compact form, with <, > and & escaped), the bytes an
+// attestation's output subject is the digest of.
+func StoredOutput(output json.RawMessage) ([]byte, error) {
+	return json.Marshal(output)
 }
