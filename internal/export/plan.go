@@ -152,7 +152,7 @@ func (p *plan) produceLeaves(ctx context.Context, db ledger.DBTX, emit func(bund
 	}
 	if p.full {
 		for begin := uint64(0); begin < size; begin += chunkLeaves {
-			events, err := readLeaves(ctx, db, queryLeafRange, int64(begin), int64(min(begin+chunkLeaves, size)))
+			events, err := readLeafRange(ctx, db, begin, min(begin+chunkLeaves, size))
 			if err != nil {
 				return err
 			}

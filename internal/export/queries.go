@@ -4,6 +4,12 @@ package export
 // leaf_index (its primary key) or position (log_leaves_position_idx),
 // events by (tx_id, position) (events_delivery_idx) or (stream, version)
 // (events_pkey), log_nodes by (level, idx).
+//
+// Lookups per outer row are LATERAL subqueries with LIMIT 1 (one row) or
+// OFFSET 0 (a stream's events), which PostgreSQL does not flatten into
+// joins and runs as an index scan per row: as plain joins, the planner,
+// which estimates a stream at a thousand events when some streams hold
+// that many, hashes all of log_leaves to find a request's six leaves.
 
 // leafColumns are what a bundle needs of a leaf: its index, its leaf hash
 // as stored (level 0 of log_nodes, never recomputed) and its event, whose
@@ -12,20 +18,37 @@ const leafColumns = `l.leaf_index, n.hash, e.position, e.stream, e.version, e.ty
        e.recorded_at, e.hash`
 
 const (
-	// queryLeafRange reads the leaves [$1, $2) in order.
-	queryLeafRange = `SELECT ` + leafColumns + `
+	// leafEvent is a leaf's event, by the key log_leaves holds.
+	leafEvent = `LEFT JOIN LATERAL (
+    SELECT e.position, e.stream, e.version, e.type, e.payload, e.metadata, e.recorded_at, e.hash
+    FROM ledger.events e WHERE e.tx_id = l.tx_id AND e.position = l.position LIMIT 1) e ON true`
+
+	// queryLeafRange reads the leaves [$1, $2) in order, with their leaf
+	// hashes: two ranges of primary keys. queryEventRange then reads their
+	// events, the events from the first leaf's (tx_id, position) $1, $2 to
+	// the last one's $3, $4: a range of events_delivery_idx, in the same
+	// order (the log's leaves are the events in delivery order). The
+	// condition on tx_id alone, implied by the others, is what the planner
+	// estimates a range of the index from; without it, it scans the table.
+	queryLeafRange = `SELECT l.leaf_index, l.tx_id::text, l.position, n.hash
 FROM ledger.log_leaves l
-JOIN ledger.log_nodes n ON n.level = 0 AND n.idx = l.leaf_index
-LEFT JOIN ledger.events e ON e.tx_id = l.tx_id AND e.position = l.position
+JOIN ledger.log_nodes n ON n.level = 0 AND n.idx = l.leaf_index AND n.idx >= $1 AND n.idx < $2
 WHERE l.leaf_index >= $1 AND l.leaf_index < $2
 ORDER BY l.leaf_index`
+
+	queryEventRange = `SELECT e.tx_id::text, e.position, e.stream, e.version, e.type, e.payload::text, e.metadata::text,
+       e.recorded_at, e.hash
+FROM ledger.events e
+WHERE e.tx_id BETWEEN $1::xid8 AND $3::xid8
+  AND (e.tx_id, e.position) >= ($1::xid8, $2) AND (e.tx_id, e.position) <= ($3::xid8, $4)
+ORDER BY e.tx_id, e.position`
 
 	// queryLeafList reads the leaves $1 (ascending) in order.
 	queryLeafList = `SELECT ` + leafColumns + `
 FROM unnest($1::bigint[]) AS u(i)
-JOIN ledger.log_leaves l ON l.leaf_index = u.i
-JOIN ledger.log_nodes n ON n.level = 0 AND n.idx = l.leaf_index
-LEFT JOIN ledger.events e ON e.tx_id = l.tx_id AND e.position = l.position
+CROSS JOIN LATERAL (SELECT l.leaf_index, l.tx_id, l.position FROM ledger.log_leaves l WHERE l.leaf_index = u.i LIMIT 1) l
+CROSS JOIN LATERAL (SELECT n.hash FROM ledger.log_nodes n WHERE n.level = 0 AND n.idx = u.i LIMIT 1) n
+` + leafEvent + `
 ORDER BY l.leaf_index`
 
 	// queryUnattested finds, among the leaves [$1, $2), the first final
@@ -33,22 +56,23 @@ ORDER BY l.leaf_index`
 	// $2. The final outcomes are internal/bundle's: a policy denial, an
 	// approval denial, the execution's end, a cancellation, a lease expiry
 	// that did not requeue.
-	queryUnattested = `SELECT substr(w.stream, 9), w.type, w.leaf_index
-FROM (
-    SELECT e.stream, e.type, l.leaf_index
-    FROM ledger.log_leaves l
-    JOIN ledger.events e ON e.tx_id = l.tx_id AND e.position = l.position
-    WHERE l.leaf_index >= $1 AND l.leaf_index < $2
-      AND e.stream LIKE 'request:%'
-      AND (e.type IN ('approval.denied', 'execution.finished', 'request.cancelled')
-           OR e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny'
-           OR e.type = 'lease.expired' AND e.payload ->> 'action' IS DISTINCT FROM 'requeued')
-) w
-WHERE NOT EXISTS (
-    SELECT 1 FROM ledger.events a
-    JOIN ledger.log_leaves al ON al.position = a.position
-    WHERE a.stream = w.stream AND a.type = 'attestation.signed' AND al.leaf_index < $2)
-ORDER BY w.leaf_index
+	queryUnattested = `SELECT substr(e.stream, 9), e.type, l.leaf_index
+FROM ledger.log_leaves l
+CROSS JOIN LATERAL (
+    SELECT e.stream, e.type, e.payload FROM ledger.events e
+    WHERE e.tx_id = l.tx_id AND e.position = l.position LIMIT 1) e
+LEFT JOIN LATERAL (
+    SELECT true AS sealed FROM ledger.events a
+    CROSS JOIN LATERAL (SELECT al.leaf_index FROM ledger.log_leaves al WHERE al.position = a.position LIMIT 1) al
+    WHERE a.stream = e.stream AND a.type = 'attestation.signed' AND al.leaf_index < $2
+    LIMIT 1) att ON true
+WHERE l.leaf_index >= $1 AND l.leaf_index < $2
+  AND e.stream LIKE 'request:%'
+  AND (e.type IN ('approval.denied', 'execution.finished', 'request.cancelled')
+       OR e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny'
+       OR e.type = 'lease.expired' AND e.payload ->> 'action' IS DISTINCT FROM 'requeued')
+  AND att.sealed IS NULL
+ORDER BY l.leaf_index
 LIMIT 1`
 
 	// queryOlderCheckpoints lists the sizes of the checkpoints below $1,
@@ -82,8 +106,8 @@ ORDER BY 1`
 )
 SELECT l.leaf_index, CASE WHEN e.type = 'attestation.signed' THEN e.payload ->> 'envelope' END
 FROM sel
-JOIN ledger.events e ON e.stream = 'request:' || sel.id::text
-JOIN ledger.log_leaves l ON l.position = e.position
+CROSS JOIN LATERAL (SELECT e.position, e.type, e.payload FROM ledger.events e WHERE e.stream = 'request:' || sel.id::text OFFSET 0) e
+CROSS JOIN LATERAL (SELECT l.leaf_index FROM ledger.log_leaves l WHERE l.position = e.position LIMIT 1) l
 WHERE l.leaf_index < $1
 ORDER BY l.leaf_index`
 
@@ -94,14 +118,14 @@ ORDER BY l.leaf_index`
 )
 SELECT (SELECT count(*) FROM sel), count(e.position) FILTER (WHERE l.leaf_index IS NULL OR l.leaf_index >= $1)
 FROM sel
-LEFT JOIN ledger.events e ON e.stream = 'request:' || sel.id::text
-LEFT JOIN ledger.log_leaves l ON l.position = e.position`
+LEFT JOIN LATERAL (SELECT e.position FROM ledger.events e WHERE e.stream = 'request:' || sel.id::text OFFSET 0) e ON true
+LEFT JOIN LATERAL (SELECT l.leaf_index FROM ledger.log_leaves l WHERE l.position = e.position LIMIT 1) l ON true`
 
 	// queryStreamSealed reads how many events stream $1 has and the leaf
 	// after its last sealed one, NULL when one is not sealed yet.
 	queryStreamSealed = `SELECT count(*), CASE WHEN bool_and(l.leaf_index IS NOT NULL) THEN max(l.leaf_index) + 1 END
 FROM ledger.events e
-LEFT JOIN ledger.log_leaves l ON l.position = e.position
+LEFT JOIN LATERAL (SELECT l.leaf_index FROM ledger.log_leaves l WHERE l.position = e.position LIMIT 1) l ON true
 WHERE e.stream = $1`
 
 	// queryStreamProofs reads a request stream's events by version, each
@@ -109,8 +133,8 @@ WHERE e.stream = $1`
 	queryStreamProofs = `SELECT e.position, e.stream, e.version, e.type, e.payload::text, e.metadata::text, e.recorded_at, e.hash,
        l.leaf_index, n.hash
 FROM ledger.events e
-LEFT JOIN ledger.log_leaves l ON l.position = e.position
-LEFT JOIN ledger.log_nodes n ON n.level = 0 AND n.idx = l.leaf_index
+LEFT JOIN LATERAL (SELECT l.leaf_index FROM ledger.log_leaves l WHERE l.position = e.position LIMIT 1) l ON true
+LEFT JOIN LATERAL (SELECT n.hash FROM ledger.log_nodes n WHERE n.level = 0 AND n.idx = l.leaf_index LIMIT 1) n ON true
 WHERE e.stream = $1
 ORDER BY e.version`
 
@@ -128,9 +152,9 @@ WHERE state IN ('succeeded', 'failed', 'denied', 'cancelled')`
        a.digest, a.leaf_index
 FROM ledger.requests r
 LEFT JOIN LATERAL (
-    SELECT e.payload ->> 'attestation_digest' AS digest, l.leaf_index
+    SELECT e.payload ->> 'attestation_digest' AS digest,
+           (SELECT l.leaf_index FROM ledger.log_leaves l WHERE l.position = e.position) AS leaf_index
     FROM ledger.events e
-    LEFT JOIN ledger.log_leaves l ON l.position = e.position
     WHERE e.stream = 'request:' || r.id::text AND e.type = 'attestation.signed'
     ORDER BY e.version DESC
     LIMIT 1
