@@ -71,7 +71,9 @@ type transparency struct {
 	requests           []uuid.UUID
 }
 
-func startTransparency(t *testing.T) *transparency {
+// startTransparency starts a ledger; with witnesses, a checkpoint is
+// published once they have all cosigned it.
+func startTransparency(t *testing.T, witnesses ...note.Verifier) *transparency {
 	t.Helper()
 	x := &transparency{db: testdb.New(t)}
 	aliceRole := x.db.LoginRole(t, "alice", "ledger_submitter")
@@ -113,7 +115,7 @@ func startTransparency(t *testing.T) *transparency {
 		Sensitive: []string{"test.unsafe"}, ApprovalTimeout: 1500 * time.Millisecond}
 	x.stopExec = x.startExecutor(t)
 
-	sealer := ledger.NewSealer(ledger.SealerConfig{Signer: noteSigner, CheckpointInterval: 100 * time.Millisecond})
+	sealer := ledger.NewSealer(ledger.SealerConfig{Signer: noteSigner, CheckpointInterval: 100 * time.Millisecond, Witnesses: witnesses})
 	eng, err := projector.New(x.execSQL.Pool, projector.Config{PollInterval: 20 * time.Millisecond},
 		append(projector.ReadModels(), projector.Sealer(sealer))...)
 	if err != nil {
@@ -278,29 +280,36 @@ func (x *transparency) everyOutcome(t *testing.T) {
 // published checkpoint holds all their events.
 func (x *transparency) awaitSealed(t *testing.T) ledger.Checkpoint {
 	t.Helper()
-	ctx := context.Background()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if cp, ok := x.sealed(t); ok {
+			return cp
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("the requests were not all attested and sealed within 60s")
 		}
-		var open int
-		if err := x.db.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger.requests
-WHERE attestation_digest IS NULL OR state NOT IN ('succeeded', 'failed', 'denied', 'cancelled')`).Scan(&open); err != nil {
-			t.Fatal(err)
-		}
-		if open > 0 {
-			continue
-		}
-		var need *int64
-		if err := x.db.Pool.QueryRow(ctx, `SELECT CASE WHEN bool_and(l.leaf_index IS NOT NULL) THEN max(l.leaf_index) + 1 END
-FROM ledger.events e LEFT JOIN ledger.log_leaves l ON l.position = e.position WHERE e.stream LIKE 'request:%'`).Scan(&need); err != nil {
-			t.Fatal(err)
-		}
-		cp, err := ledger.NewestCheckpoint(ctx, x.db.Pool, true)
-		if err == nil && need != nil && cp.Size >= uint64(*need) {
-			return cp
-		}
 	}
+}
+
+// sealed returns the newest published checkpoint when every request is
+// final and attested and it holds all their events.
+func (x *transparency) sealed(t *testing.T) (ledger.Checkpoint, bool) {
+	t.Helper()
+	ctx := context.Background()
+	var open int
+	if err := x.db.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger.requests
+WHERE attestation_digest IS NULL OR state NOT IN ('succeeded', 'failed', 'denied', 'cancelled')`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open > 0 {
+		return ledger.Checkpoint{}, false
+	}
+	var need *int64
+	if err := x.db.Pool.QueryRow(ctx, `SELECT CASE WHEN bool_and(l.leaf_index IS NOT NULL) THEN max(l.leaf_index) + 1 END
+FROM ledger.events e LEFT JOIN ledger.log_leaves l ON l.position = e.position WHERE e.stream LIKE 'request:%'`).Scan(&need); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := ledger.NewestCheckpoint(ctx, x.db.Pool, true)
+	return cp, err == nil && need != nil && cp.Size >= uint64(*need)
 }
 
 // TestTransparencyEndToEnd runs the executor through every outcome with
@@ -584,5 +593,65 @@ func TestExportProveVerifyErrors(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(m) > 0 {
 		t.Errorf("a failed export left %v", m)
+	}
+}
+
+// TestExportWithAWitness: with a witness required, nothing is published
+// until it cosigns (`execledger witness`); the bundle then carries its
+// cosignature, which verify checks with --witness-key.
+func TestExportWithAWitness(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wkey := filepath.Join(dir, "witness.key")
+	if _, err := ledger.GenerateWitnessKey("witness.test", wkey); err != nil {
+		t.Fatal(err)
+	}
+	wpub, err := ledger.LoadWitnessVerifier(wkey + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := startTransparency(t, wpub)
+	id := x.submit(t, x.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "witnessed"}})
+	awaitFinal(t, x.alice, id)
+	file := filepath.Join(dir, "full.bundle")
+	r := execute(t, x.auditor, "", "export", "--out", file, "--wait", "0s")
+	if r.code != exitError || !strings.Contains(r.stderr, "await their witnesses' cosignatures") {
+		t.Fatalf("export before the witness cosigned: %+v", r)
+	}
+	// The witness cosigns what it finds until a published checkpoint
+	// holds the request.
+	state := filepath.Join(dir, "witness.state")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if _, ok := x.sealed(t); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no cosigned checkpoint holds the request after 60s")
+		}
+		if r := execute(t, x.auditor, "", "witness", "--log-key", x.logPub, "--key", wkey, "--state", state, "--once"); r.code != exitOK {
+			t.Fatalf("witness: %+v", r)
+		}
+	}
+	if r := execute(t, x.auditor, "", "export", "--out", file); r.code != exitOK {
+		t.Fatalf("export: %+v", r)
+	}
+	keys := []string{"--log-key", x.logPub, "--attest-key", x.attestPub}
+	r = execute(t, nil, "", append([]string{"verify", file, "--witness-key", wkey + ".pub"}, keys...)...)
+	if r.code != exitOK || !strings.Contains(r.stdout, "cosigned by 1 witnesses") {
+		t.Errorf("verify --witness-key: %+v", r)
+	}
+	var h bundle.Header
+	data, _ := os.ReadFile(file)
+	if err := json.Unmarshal(data[:bytes.IndexByte(data, '\n')], &h); err != nil || len(h.Keys.Witnesses) != 1 ||
+		h.Keys.Witnesses[0] != bundle.Fingerprint(wpub) || h.Keys.Log != bundle.Fingerprint(x.logKey) {
+		t.Errorf("the header's keys: %+v %v", h.Keys, err)
+	}
+	other := filepath.Join(dir, "other.key")
+	if _, err := ledger.GenerateWitnessKey("other.test", other); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifyJSON(t, append([]string{"verify", file, "--json", "--witness-key", other + ".pub"}, keys...), exitNotOK)
+	if rep.Fault == nil || rep.Fault.Code != bundle.BadSignature || !strings.Contains(rep.Fault.Message, "no valid cosignature from witness other.test") {
+		t.Errorf("verify with a witness that did not cosign: %+v", rep.Fault)
 	}
 }
