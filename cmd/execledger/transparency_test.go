@@ -378,6 +378,11 @@ func TestTransparencyEndToEnd(t *testing.T) {
 	t.Logf("verify --db:\n%s", r.stdout)
 
 	x.checkProofs(t, one)
+	r = execute(t, x.auditor, "", "prove", one.String())
+	if r.code != exitOK || !strings.Contains(r.stdout, "VERSION  TYPE") || !strings.Contains(r.stdout, "v1-tool.requested.tlog-proof") {
+		t.Errorf("prove: %+v", r)
+	}
+	t.Logf("prove:\n%s", r.stdout)
 	// The last request, rescued after its call started, was attested
 	// long after the first checkpoint: its attestation names one.
 	x.checkEnvelope(t, x.requests[len(x.requests)-1], "failed: outcome_unknown", dir)
@@ -541,6 +546,13 @@ func TestExportProveVerifyErrors(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	auditor := []string{"DATABASE_URL=" + db.LoginRole(t, "", "ledger_auditor").URL}
+	if err := db.MapPrincipal(context.Background(), "postgres", "cli"); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := ledger.Submit(context.Background(), db.Pool, ledger.SubmitParams{Tool: "echo", Input: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "x.bundle")
 	logKey := filepath.Join(dir, "log.key")
@@ -573,6 +585,8 @@ func TestExportProveVerifyErrors(t *testing.T) {
 			"the log has no published checkpoint yet: is serve running with [sealer] note_key_file?"},
 		{"prove without an id", []string{"prove"}, exitUsage, "usage: execledger prove"},
 		{"prove of an unknown request", []string{"prove", uuid.NewString()}, exitNotFound, "no request"},
+		{"prove before any checkpoint", []string{"prove", pending.String()}, exitNoneSealed, "no event of request " + pending.String() + " is under a published checkpoint yet"},
+		{"export of a request before any checkpoint", []string{"export", "--request", pending.String(), "--out", out, "--wait", "0s"}, exitError, "no published checkpoint yet"},
 		{"verify without anything", []string{"verify"}, exitUsage, "usage: execledger verify"},
 		{"verify --db and a file", []string{"verify", "--db", out, "--log-key", logKey + ".pub", "--attest-key", attestKey + ".pub"}, exitUsage, "usage"},
 		{"verify without keys", []string{"verify", out + ".present"}, exitUsage, "--log-key and --attest-key"},

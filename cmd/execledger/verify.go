@@ -412,7 +412,7 @@ func runVerifyFile(ctx context.Context, e *env, path string, k verifyKeyFlags, a
 	if err != nil {
 		return e.fail(exitError, "verify: %s: %v", path, err)
 	}
-	return printVerdict(e, rep, keys, asJSON, nil)
+	return printVerdict(e, rep, keys, asJSON, rep, nil)
 }
 
 // sniffFile says what br holds: "bundle" when its first line is a JSON
@@ -464,10 +464,7 @@ func runVerifyDB(ctx context.Context, e *env, cfgPath string, k verifyKeyFlags, 
 	if err != nil {
 		return e.fail(exitError, "verify --db: %v", err)
 	}
-	if asJSON {
-		return printVerdict(e, rep.Report, keys, true, rep)
-	}
-	return printVerdict(e, rep.Report, keys, false, func(w io.Writer) {
+	return printVerdict(e, rep.Report, keys, asJSON, rep, func(w io.Writer) {
 		published := "published"
 		if !rep.Published {
 			published = "not yet published"
@@ -488,19 +485,15 @@ func runVerifyDB(ctx context.Context, e *env, cfgPath string, k verifyKeyFlags, 
 	})
 }
 
-// printVerdict prints a verification's report: JSON (jsonValue when set,
-// else rep), or a summary line and then more; exit 3 on a fault.
-func printVerdict(e *env, rep bundle.Report, keys bundle.Keys, asJSON bool, more any) int {
+// printVerdict prints a verification's report: full as JSON, or a
+// summary line of rep and then what more writes; exit 3 on a fault.
+func printVerdict(e *env, rep bundle.Report, keys bundle.Keys, asJSON bool, full any, more func(io.Writer)) int {
 	code := exitOK
 	if !rep.OK {
 		code = exitNotOK
 	}
 	if asJSON {
-		v := any(rep)
-		if more != nil {
-			v = more
-		}
-		if c := printJSON(e, v); c != exitOK {
+		if c := printJSON(e, full); c != exitOK {
 			return c
 		}
 		return code
@@ -519,8 +512,8 @@ func printVerdict(e *env, rep bundle.Report, keys bundle.Keys, asJSON bool, more
 		fmt.Fprintf(w, "checked before the fault: %d events, %d requests, %d attestations, %d checkpoints\n",
 			rep.Events, rep.Requests, rep.Attestations, rep.Checkpoints)
 	}
-	if f, ok := more.(func(io.Writer)); ok {
-		f(w)
+	if more != nil {
+		more(w)
 	}
 	return code
 }
