@@ -627,6 +627,11 @@ func TestExportWithAWitness(t *testing.T) {
 	x := startTransparency(t, wpub)
 	id := x.submit(t, x.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "witnessed"}})
 	awaitFinal(t, x.alice, id)
+	for signed := false; !signed; time.Sleep(20 * time.Millisecond) {
+		if err := x.db.Pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM ledger.checkpoints)").Scan(&signed); err != nil {
+			t.Fatal(err)
+		}
+	}
 	file := filepath.Join(dir, "full.bundle")
 	r := execute(t, x.auditor, "", "export", "--out", file, "--wait", "0s")
 	if r.code != exitError || !strings.Contains(r.stderr, "await their witnesses' cosignatures") {

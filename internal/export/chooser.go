@@ -24,6 +24,10 @@ const (
 	// olderTried is how many checkpoints before the newest are tried when
 	// no clean one came during the wait.
 	olderTried = 64
+	// attestWithin is how long after a request ended in SQL an executor
+	// may take to attest it: an outcome older than that without an
+	// attestation is not waited for, and VerifyDB reports it.
+	attestWithin = 60 * time.Second
 )
 
 // chooser picks the checkpoint a bundle is proved against: the newest
@@ -183,8 +187,8 @@ func (e noCheckpointError) Error() string { return string(e) }
 func (noCheckpointError) Is(target error) bool { return target == ErrNoCheckpoint }
 
 // unclean returns the first final outcome among the cleanWindow leaves
-// below size whose attestation is not sealed below size; nil when there
-// is none.
+// below size whose attestation is coming but not sealed below size (see
+// queryUnattested); nil when there is none.
 func unclean(ctx context.Context, db ledger.DBTX, size uint64) (*Unclean, error) {
 	from := uint64(0)
 	if size > cleanWindow {
@@ -192,7 +196,7 @@ func unclean(ctx context.Context, db ledger.DBTX, size uint64) (*Unclean, error)
 	}
 	u := Unclean{Size: size}
 	var leaf int64
-	err := db.QueryRow(ctx, queryUnattested, int64(from), int64(size)).Scan(&u.Request, &u.Outcome, &leaf)
+	err := db.QueryRow(ctx, queryUnattested, int64(from), int64(size), attestWithin.Seconds()).Scan(&u.Request, &u.Outcome, &leaf)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -52,26 +52,37 @@ CROSS JOIN LATERAL (SELECT n.hash FROM ledger.log_nodes n WHERE n.level = 0 AND 
 ORDER BY l.leaf_index`
 
 	// queryUnattested finds, among the leaves [$1, $2), the first final
-	// outcome of a request whose attestation.signed is not sealed below
-	// $2. The final outcomes are internal/bundle's: a policy denial, an
+	// outcome of a request whose attestation is still to come: not sealed
+	// below $2, but written (sealed later or not yet), or not written yet
+	// while the request ended less than $3 seconds ago and the read model
+	// does not say it is attested. An attestation that is not coming (the
+	// outcome is older, or the read model names one that ledger.events
+	// no longer holds) does not count: waiting for it would only make the
+	// export fall back to older checkpoints, which hides what happened.
+	// The final outcomes are internal/bundle's: a policy denial, an
 	// approval denial, the execution's end, a cancellation, a lease expiry
 	// that did not requeue.
 	queryUnattested = `SELECT substr(e.stream, 9), e.type, l.leaf_index
 FROM ledger.log_leaves l
 CROSS JOIN LATERAL (
-    SELECT e.stream, e.type, e.payload FROM ledger.events e
+    SELECT e.stream, e.type, e.payload, e.recorded_at FROM ledger.events e
     WHERE e.tx_id = l.tx_id AND e.position = l.position LIMIT 1) e
 LEFT JOIN LATERAL (
-    SELECT true AS sealed FROM ledger.events a
-    CROSS JOIN LATERAL (SELECT al.leaf_index FROM ledger.log_leaves al WHERE al.position = a.position LIMIT 1) al
-    WHERE a.stream = e.stream AND a.type = 'attestation.signed' AND al.leaf_index < $2
+    SELECT coalesce(al.leaf_index < $2, false) AS sealed
+    FROM ledger.events a
+    LEFT JOIN LATERAL (SELECT al.leaf_index FROM ledger.log_leaves al WHERE al.position = a.position LIMIT 1) al ON true
+    WHERE a.stream = e.stream AND a.type = 'attestation.signed'
+    ORDER BY a.version DESC
     LIMIT 1) att ON true
 WHERE l.leaf_index >= $1 AND l.leaf_index < $2
   AND e.stream LIKE 'request:%'
   AND (e.type IN ('approval.denied', 'execution.finished', 'request.cancelled')
        OR e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny'
        OR e.type = 'lease.expired' AND e.payload ->> 'action' IS DISTINCT FROM 'requeued')
-  AND att.sealed IS NULL
+  AND (NOT att.sealed
+       OR att.sealed IS NULL AND e.recorded_at > clock_timestamp() - make_interval(secs => $3) AND NOT EXISTS (
+           SELECT 1 FROM ledger.requests r
+           WHERE r.id::text = substr(e.stream, 9) AND r.attestation_digest IS NOT NULL))
 ORDER BY l.leaf_index
 LIMIT 1`
 

@@ -12,7 +12,7 @@ import (
 // DefaultPendingAfter is how long after a request ended VerifyDB lets its
 // attestation be missing: requests ended in SQL are attested by an
 // executor a few seconds later.
-const DefaultPendingAfter = 60 * time.Second
+const DefaultPendingAfter = attestWithin
 
 // pendingListed is how many pending requests a report names.
 const pendingListed = 20
