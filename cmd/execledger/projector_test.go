@@ -62,7 +62,7 @@ func TestProjectorStatus(t *testing.T) {
 	// Aligned: each row's state starts under STATE, its mode under MODE.
 	col, modeCol := strings.Index(lines[0], "STATE"), strings.Index(lines[0], "MODE")
 	for _, line := range lines[1:] {
-		if !strings.HasPrefix(line[modeCol:], "async ") && !strings.HasPrefix(line[modeCol:], "inline ") {
+		if !strings.HasPrefix(line[modeCol:], "async ") && !strings.HasPrefix(line[modeCol:], "inline ") && !strings.HasPrefix(line[modeCol:], "sealer ") {
 			t.Errorf("mode not under MODE:\n%s", r.stdout)
 		}
 		if !strings.HasPrefix(line[col:], "active ") && !strings.HasPrefix(line[col:], "failed ") {
