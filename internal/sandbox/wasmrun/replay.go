@@ -66,6 +66,12 @@ func Replay(ctx context.Context, cfg Config, toolID string, input json.RawMessag
 		return Replayed{}, fmt.Errorf("wasmrun: replay: %s: %w: the call recorded events", toolID, ErrNotReplayable)
 	}
 	r := Replayed{Output: res.Output, ErrorKind: res.ErrorKind, Error: res.Error, ModuleDigest: t.prog.digest}
+	if len(r.Output) > 0 {
+		// As the executor stores and attests it (executor.StoredOutput).
+		if r.Output, err = executor.StoredOutput(r.Output); err != nil {
+			return Replayed{}, fmt.Errorf("wasmrun: replay: %s: output: %w", toolID, err)
+		}
+	}
 	r.FuelUsed, r.Metered = res.Resources["fuel_used"]
 	return r, nil
 }

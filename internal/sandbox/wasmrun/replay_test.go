@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/execledger/execledger/executor"
 )
 
 // TestReplayRepeatsACall checks that Replay gives a call's output and
@@ -24,7 +26,11 @@ func TestReplayRepeatsACall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(r.Output, res.Output) || !r.Metered || r.FuelUsed != res.Resources["fuel_used"] || r.ErrorKind != "" ||
+	stored, err := executor.StoredOutput(res.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(r.Output, stored) || !r.Metered || r.FuelUsed != res.Resources["fuel_used"] || r.ErrorKind != "" ||
 		r.ModuleDigest != res.Enforcement["module_digest"] {
 		t.Fatalf("replay %+v\nof %s fuel %d digest %v", r, res.Output, res.Resources["fuel_used"], res.Enforcement["module_digest"])
 	}
