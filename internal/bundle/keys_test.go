@@ -9,6 +9,7 @@ import (
 	fnote "github.com/transparency-dev/formats/note"
 
 	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/ledger"
 )
 
 func TestLoadKeys(t *testing.T) {
@@ -38,7 +39,7 @@ func TestLoadKeys(t *testing.T) {
 	// A plain Ed25519 witness key and its cosignature/v1 form name the
 	// key the witness cosigns with.
 	for _, vkey := range []string{l.witnessVKey, cosigV1} {
-		w, err := ParseWitnessKey(vkey)
+		w, err := ledger.LoadWitnessVerifier(vkey)
 		if err != nil {
 			t.Fatal(err)
 		}

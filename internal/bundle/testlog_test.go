@@ -84,7 +84,7 @@ func (l *testLog) noteKey(name string) (note.Signer, note.Verifier, string) {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	v, err := ParseLogKey(vkey)
+	v, err := ledger.LoadNoteVerifier(vkey)
 	if err != nil {
 		l.t.Fatal(err)
 	}
