@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -84,8 +85,11 @@ func TestSealerSealsEveryEventInDeliveryOrderAndSignsCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	signer, verifier := logKeys(t, "test.execledger/log")
 	cfg := ledger.SealerConfig{Signer: signer, CheckpointEvery: 25, CheckpointInterval: 50 * time.Millisecond}
-	b.start(t, b.exec.Pool, fast, projector.Sealer(ledger.NewSealer(cfg)))
-	b.start(t, b.exec.Pool, fast, projector.Sealer(ledger.NewSealer(cfg)))
+	regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
+	for _, reg := range regs {
+		cfg.Registerer = reg
+		b.start(t, b.exec.Pool, fast, projector.Sealer(ledger.NewSealer(cfg)))
+	}
 
 	// A slow writer holds its transaction open while fast ones commit:
 	// positions commit out of order.
@@ -166,6 +170,23 @@ JOIN ledger.log_nodes n ON n.level = 0 AND n.idx = l.leaf_index WHERE l.leaf_ind
 	if err := b.db.Pool.QueryRow(ctx, `SELECT payload::text FROM ledger.events WHERE stream = 'log' AND type = 'checkpoint.signed' AND (payload ->> 'size')::bigint = $1`, int64(cp.Size)).Scan(&payload); err != nil {
 		t.Fatalf("no checkpoint.signed for size %d: %v", cp.Size, err)
 	}
+
+	// The gauges of the process that sealed: integrated and signed sizes
+	// as stored, witnessed = signed (no witness is required), sequenced
+	// at least the integrated size.
+	waitFor(t, "the gauges to show the newest checkpoint", func() bool {
+		for _, reg := range regs {
+			g := gauges(t, reg)
+			newest, err := ledger.NewestCheckpoint(ctx, b.db.Pool, false)
+			size, err2 := ledger.LogSize(ctx, b.db.Pool)
+			if err == nil && err2 == nil && g["execledger_log_integrated_size"] == float64(size) &&
+				g["execledger_log_signed_size"] == float64(newest.Size) && g["execledger_log_witnessed_size"] == float64(newest.Size) &&
+				g["execledger_log_sequenced_size"] >= float64(size) && g["execledger_log_checkpoint_timestamp_seconds"] > 0 {
+				return true
+			}
+		}
+		return false
+	})
 
 	// Proofs read from the stored nodes verify against it.
 	for _, leaf := range []uint64{0, cp.Size / 2, cp.Size - 1} {
@@ -271,4 +292,22 @@ func TestLogAppendTakesOnlyTheNextEvents(t *testing.T) {
 			t.Errorf("%s: allowed", sql)
 		}
 	}
+}
+
+// gauges reads reg's gauges by name.
+func gauges(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if g := m.GetGauge(); g != nil {
+				out[mf.GetName()] = g.GetValue()
+			}
+		}
+	}
+	return out
 }
