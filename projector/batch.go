@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -145,6 +146,15 @@ func (r *runner) fail(ctx context.Context, conn *pgx.Conn, c ledger.Cursor, typ 
 // to while the projection is behind.
 const maxGrowth = 16
 
+// maxStepTime bounds the steps that grow. A step holds a transaction id
+// from its first write (the checkpoint's move) to its commit, and
+// ledger.read_all delivers nothing committed after that id until then: a
+// long step holds back every reader of the log, this projection's next
+// step, the other projections and the sealer included, and then lets
+// seconds-old events through at once. A step that took longer than this
+// does not grow the next one; the step size goes back to BatchSize.
+const maxStepTime = 200 * time.Millisecond
+
 // stepSQL applies a SQL projection's next events through
 // ledger.projection_step, which picks them (up to BatchSize of those
 // read_all can deliver), moves the checkpoint and runs the apply function
@@ -153,14 +163,16 @@ const maxGrowth = 16
 // caused it: the step is tried again with half as many events, down to
 // the one event that fails alone, where the projection stops.
 //
-// Behind, the runner takes bigger steps: a full step doubles the next
-// one's size, up to maxGrowth times BatchSize, and one that finds fewer
-// events goes back to BatchSize. A step's fixed costs (a transaction, the
+// Behind, the runner takes bigger steps: a full step that took less than
+// maxStepTime doubles the next one's size, up to maxGrowth times
+// BatchSize, and one that finds fewer events or took longer goes back to
+// BatchSize. A step's fixed costs (a transaction, the
 // checkpoint's update, planning) are then spread over more events, so a
 // projection that fell behind under load catches up.
 func (r *runner) stepSQL(ctx context.Context, conn *pgx.Conn, from ledger.Cursor) (bool, error) {
 	limit := max(r.size, r.e.cfg.BatchSize)
 	for {
+		start := time.Now()
 		var tx string
 		var to ledger.Cursor
 		var passed, applied int64
@@ -176,7 +188,7 @@ func (r *runner) stepSQL(ctx context.Context, conn *pgx.Conn, from ledger.Cursor
 			r.checked = to
 			r.e.metrics.applied(r.proj.Name, applied, to)
 			r.size = r.e.cfg.BatchSize
-			if passed >= int64(limit) {
+			if passed >= int64(limit) && time.Since(start) < maxStepTime {
 				r.size = min(2*limit, maxGrowth*r.e.cfg.BatchSize)
 			}
 			return true, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,6 +22,7 @@ func (r *runner) stepBatch(ctx context.Context, conn *pgx.Conn, from ledger.Curs
 	if err != nil || len(events) == 0 {
 		return false, err
 	}
+	start := time.Now()
 	for {
 		cause, err := r.commitBatch(ctx, conn, from, events)
 		var at interface{ EventIndex() int }
@@ -28,6 +30,9 @@ func (r *runner) stepBatch(ctx context.Context, conn *pgx.Conn, from ledger.Curs
 		case err != nil:
 			return false, err
 		case cause == nil:
+			if time.Since(start) >= maxStepTime { // see maxStepTime: a long step holds back every reader
+				r.size = 0
+			}
 			return true, nil
 		case ctx.Err() != nil:
 			return false, ctx.Err()
@@ -48,8 +53,8 @@ func (r *runner) stepBatch(ctx context.Context, conn *pgx.Conn, from ledger.Curs
 // back to the last transaction boundary; a transaction with more events
 // than that is read whole. As stepSQL does, a projection that is behind
 // takes bigger steps: a full batch doubles the next one's size, up to
-// maxGrowth times the batch size, and one that finds fewer events goes
-// back to the batch size.
+// maxGrowth times the batch size, and one that finds fewer events, or
+// took longer than maxStepTime to commit, goes back to the batch size.
 func (r *runner) readWhole(ctx context.Context, conn *pgx.Conn, from ledger.Cursor) ([]ledger.Event, error) {
 	base := r.e.cfg.BatchSize
 	if r.proj.BatchSize > 0 {
