@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/execledger/execledger/internal/attest"
@@ -81,7 +83,7 @@ func New(pool *pgxpool.Pool, cfg Config, pol *policy.Engine, signer *attest.Sign
 // running calls finish for up to ShutdownGrace, stops the rest and records
 // why, and returns once every outcome is written.
 func (e *Executor) Run(ctx context.Context) error {
-	if err := e.publishPolicy(ctx); err != nil {
+	if err := e.startup(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started
 		}
@@ -222,6 +224,41 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// startup publishes the policy, waiting out a database that is away (a
+// restart, a failover: the connection is cut or refused) with backoff
+// rather than exiting: an executor started while PostgreSQL restarts
+// would otherwise never run. Other errors end it.
+func (e *Executor) startup(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := e.publishPolicy(ctx)
+		if err == nil || ctx.Err() != nil || !databaseAway(err) {
+			return err
+		}
+		e.logger.Warn("database unavailable at startup; retrying", slog.Any("error", err), slog.Duration("retry_in", backoff))
+		sleep(ctx, backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// databaseAway reports whether err says the database went away or is not
+// back yet: a connection that could not be made or was cut (SQLSTATE
+// class 08), or a server shutting down or starting (57P01–57P03).
+func databaseAway(err error) bool {
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	return false
 }
 
 // publishPolicy appends policy.published when the loaded policy set is not
