@@ -474,16 +474,19 @@ func marker(t *testing.T) string {
 	return s[:6] + "." + s[6:]
 }
 
-// procsWith lists the host's processes whose command line contains m.
+// procsWith lists the host's processes one of whose arguments is m, whole:
+// a process of the machine's own whose command line merely contains m's
+// digits is not counted (the internal tests' survivors does the same).
 func procsWith(m string) []string {
 	var out []string
+	want := "\x00" + m + "\x00"
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), m) {
+		if err == nil && strings.Contains("\x00"+string(b), want) {
 			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}

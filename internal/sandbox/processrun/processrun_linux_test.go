@@ -103,16 +103,21 @@ func workspaceOf(tool *Tool, runID string) string {
 	return filepath.Join(tool.cfg.WorkspaceRoot, "alice", runID)
 }
 
-// survivors lists the processes whose command line contains marker.
+// survivors lists the processes one of whose arguments is marker: a whole
+// argument, so that a process of the machine's own whose command line merely
+// contains the marker's digits (a CI runner's script, say) is not counted.
+// A marker of several arguments is given NUL-separated ("sleep\x00" + m);
+// its first may also end a path (argv[0] "/usr/bin/sleep", as bwrap runs it).
 func survivors(marker string) []string {
 	var out []string
+	want, path := []byte("\x00"+marker+"\x00"), []byte("/"+marker+"\x00")
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && bytes.Contains(b, []byte(marker)) {
+		if b = append([]byte{0}, b...); err == nil && (bytes.Contains(b, want) || bytes.Contains(b, path)) {
 			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}
