@@ -34,15 +34,22 @@ func TestAppliesEveryEventOnceAcrossRestarts(t *testing.T) {
 	cfg := fast
 	cfg.BatchSize = 5
 	for round := range 2 {
-		e, stop := b.start(t, b.exec.Pool, cfg, counter("toy", "test.counted"))
+		_, stop := b.start(t, b.exec.Pool, cfg, counter("toy", "test.counted"))
 		waitFor(t, "the engine to be under way", func() bool {
 			return len(b.appliedPositions(t, "toy")) > 20*(round+1)
 		})
 		stop()
-		s := statusOf(t, e, "toy")
-		got := b.appliedPositions(t, "toy")
-		if s.AppliedTotal != int64(len(got)) {
-			t.Fatalf("round %d: checkpoint counts %d applied, the read model %d", round, s.AppliedTotal, len(got))
+		// One statement, one snapshot: a step whose commit the server
+		// completes just after stop returned (its context was cancelled
+		// mid-commit) shows in both counts or in neither.
+		var total, rows int64
+		if err := b.db.Pool.QueryRow(context.Background(), `SELECT p.applied_total,
+			(SELECT count(*) FROM public.toy_applied a WHERE a.projection = p.name)
+			FROM ledger.projections p WHERE p.name = 'toy'`).Scan(&total, &rows); err != nil {
+			t.Fatal(err)
+		}
+		if total != rows {
+			t.Fatalf("round %d: checkpoint counts %d applied, the read model %d", round, total, rows)
 		}
 	}
 	e, _ := b.start(t, b.exec.Pool, cfg, counter("toy", "test.counted"))
