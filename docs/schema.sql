@@ -106,6 +106,17 @@ CREATE TYPE ledger.quota_fact AS (
 
 
 --
+-- Name: skill_result; Type: TYPE; Schema: ledger; Owner: -
+--
+
+CREATE TYPE ledger.skill_result AS (
+	ok boolean,
+	status text,
+	message text
+);
+
+
+--
 -- Name: append_events(text[], bigint[], text[], text[], text[]); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -586,62 +597,64 @@ DECLARE
     e  record;
     n  bigint := 0;
     id text;
+    p  jsonb;
 BEGIN
-    -- The skill:<id> streams are this projection's: a type it does not
-    -- know there is a failure, not something to pass over.
-    SELECT x.type, x.position INTO e
+    SELECT x.type, x.stream INTO e
     FROM ledger.events x
     WHERE (x.tx_id, x.position) > (p_from_tx, p_from_pos) AND (x.tx_id, x.position) <= (p_to_tx, p_to_pos)
       AND x.tx_id >= p_from_tx AND x.tx_id <= p_to_tx AND x.stream LIKE 'skill:%'
       AND x.type NOT IN ('skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
-                         'skill.disabled', 'skill.rolled_back', 'skill.removed')
+                         'skill.disabled', 'skill.rolled_back', 'skill.removed', 'skill.refused',
+                         'trust.key_added', 'trust.key_revoked')
     LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'ledger.apply_skill_status: unknown event type % on a skill stream', e.type
+        RAISE EXCEPTION 'ledger.apply_skill_status: unknown event type % on a skill stream (%)', e.type, e.stream
             USING ERRCODE = 'data_exception';
     END IF;
     FOR e IN
         SELECT x.* FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
                    ARRAY['skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
-                         'skill.disabled', 'skill.rolled_back', 'skill.removed']) x
-        WHERE x.stream LIKE 'skill:%'
+                         'skill.disabled', 'skill.rolled_back', 'skill.removed', 'skill.refused']) x
+        WHERE x.stream LIKE 'skill:%' AND x.stream <> 'skill:trust'
         ORDER BY x.stream, x.version
     LOOP
         n := n + 1;
         id := substr(e.stream, 7);
+        p := e.payload;
         IF e.type = 'skill.installed' THEN
             INSERT INTO skill_status AS s (skill_id, version, publisher, artifact_digest, status, installed_by, approvals,
                                            failed_checks, stream_version, installed_at, updated_at)
-            VALUES (id, e.payload ->> 'version', e.payload ->> 'publisher', e.payload ->> 'artifact_digest', 'installed',
-                    coalesce(e.payload ->> 'installed_by', e.metadata ->> 'actor'), '{}', NULL, e.version, e.recorded_at, e.recorded_at)
+            VALUES (id, p ->> 'version', p ->> 'publisher', p ->> 'artifact_digest', coalesce(p ->> 'status', 'installed'),
+                    coalesce(p ->> 'installed_by', e.metadata ->> 'actor'), '{}', NULL, e.version, e.recorded_at, e.recorded_at)
             ON CONFLICT (skill_id) DO UPDATE
             SET version = EXCLUDED.version, publisher = EXCLUDED.publisher, artifact_digest = EXCLUDED.artifact_digest,
-                status = 'installed', installed_by = EXCLUDED.installed_by, approvals = '{}', failed_checks = NULL,
+                status = EXCLUDED.status, installed_by = EXCLUDED.installed_by, approvals = '{}', failed_checks = NULL,
                 stream_version = EXCLUDED.stream_version, installed_at = EXCLUDED.installed_at, updated_at = EXCLUDED.updated_at;
             CONTINUE;
         END IF;
         UPDATE skill_status s
-        SET status = CASE e.type
-                         WHEN 'skill.audited' THEN CASE WHEN (e.payload ->> 'passed')::boolean THEN 'verified' ELSE 'quarantined' END
-                         WHEN 'skill.quarantined' THEN 'quarantined'
-                         WHEN 'skill.approved' THEN
-                             CASE WHEN s.status = 'quarantined'
-                                       AND cardinality(ARRAY(SELECT DISTINCT a FROM unnest(s.approvals || (e.payload ->> 'approver')) a
-                                                             WHERE a IS NOT NULL)) >= 2
-                                  THEN 'approved' ELSE s.status END
-                         WHEN 'skill.enabled' THEN 'enabled'
-                         WHEN 'skill.disabled' THEN 'disabled'
-                         WHEN 'skill.rolled_back' THEN coalesce(e.payload ->> 'status', s.status)
-                         WHEN 'skill.removed' THEN 'removed'
+        -- Events written before 012 carry no status: the type says it.
+        SET status = CASE WHEN e.type = 'skill.refused' THEN s.status
+                          WHEN p ? 'status' THEN p ->> 'status'
+                          ELSE CASE e.type
+                                   WHEN 'skill.audited' THEN CASE WHEN (p ->> 'passed')::boolean THEN 'verified' ELSE 'quarantined' END
+                                   WHEN 'skill.quarantined' THEN 'quarantined'
+                                   WHEN 'skill.approved' THEN s.status
+                                   WHEN 'skill.enabled' THEN 'enabled'
+                                   WHEN 'skill.disabled' THEN 'disabled'
+                                   WHEN 'skill.removed' THEN 'removed'
+                                   ELSE s.status
+                               END
                      END,
-            approvals = CASE WHEN e.type = 'skill.approved' AND e.payload ->> 'approver' IS NOT NULL
-                                  AND NOT (e.payload ->> 'approver') = ANY(s.approvals)
-                             THEN s.approvals || (e.payload ->> 'approver') ELSE s.approvals END,
-            failed_checks = CASE WHEN e.type IN ('skill.audited', 'skill.quarantined') AND e.payload -> 'failed_checks' IS NOT NULL
-                                 THEN (e.payload -> 'failed_checks')::jsonb ELSE s.failed_checks END,
-            version = CASE WHEN e.type = 'skill.rolled_back' THEN coalesce(e.payload ->> 'version', s.version) ELSE s.version END,
-            artifact_digest = CASE WHEN e.type = 'skill.rolled_back' THEN coalesce(e.payload ->> 'artifact_digest', s.artifact_digest)
-                                   ELSE s.artifact_digest END,
+            version = CASE WHEN e.type = 'skill.refused' THEN s.version ELSE coalesce(p ->> 'version', s.version) END,
+            publisher = CASE WHEN e.type = 'skill.refused' THEN s.publisher ELSE coalesce(p ->> 'publisher', s.publisher) END,
+            artifact_digest = CASE WHEN e.type = 'skill.refused' THEN s.artifact_digest
+                                   ELSE coalesce(p ->> 'artifact_digest', s.artifact_digest) END,
+            approvals = CASE WHEN e.type <> 'skill.refused' AND jsonb_typeof(p -> 'approvals') = 'array'
+                             THEN ARRAY(SELECT jsonb_array_elements_text(p -> 'approvals')) ELSE s.approvals END,
+            failed_checks = CASE WHEN e.type IN ('skill.audited', 'skill.quarantined') THEN nullif(p -> 'failed_checks', '[]'::jsonb)
+                                 WHEN e.type = 'skill.rolled_back' THEN NULL
+                                 ELSE s.failed_checks END,
             stream_version = e.version,
             updated_at = e.recorded_at
         WHERE s.skill_id = id;
@@ -2366,6 +2379,557 @@ END $_$;
 
 
 --
+-- Name: skill_actor(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_actor(p_op text) RETURNS text
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v text := ledger.current_principal();
+BEGIN
+    IF v IS NULL OR NOT pg_has_role(session_user, 'ledger_skill_admin', 'MEMBER') THEN
+        RAISE EXCEPTION '%: login role "%" is not a skill admin (ledger_skill_admin, mapped in ledger.principals)', p_op, session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN v;
+END $$;
+
+
+--
+-- Name: skill_append(text, bigint, text, jsonb, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_append(p_stream text, p_version bigint, p_type text, p_payload jsonb, p_actor text) RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    INSERT INTO ledger.events (stream, version, type, payload, metadata)
+    VALUES (p_stream, p_version + 1, p_type, p_payload::json,
+            json_build_object('actor', p_actor, 'login_role', session_user))
+    RETURNING version;
+$$;
+
+
+--
+-- Name: skill_approve(text, text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_approve(p_skill_id text, p_digest text, p_note text DEFAULT NULL::text) RETURNS ledger.skill_result
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_actor text := ledger.skill_actor('ledger.skill_approve');
+    s       ledger.skills;
+    v_by    text;
+    v_why   text;
+BEGIN
+    IF p_note IS NOT NULL AND octet_length(p_note) > 1024 THEN
+        RAISE EXCEPTION 'ledger.skill_approve: note is % bytes, the limit is 1024', octet_length(p_note) USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    s := ledger.skill_lock('ledger.skill_approve', p_skill_id);
+    SELECT a.installed_by INTO v_by FROM ledger.skill_artifacts a WHERE a.digest = s.artifact_digest;
+    v_why := CASE
+        WHEN s.status <> 'quarantined' THEN format('skill %s is %s, not quarantined: there is nothing to approve', p_skill_id, s.status)
+        WHEN p_digest IS DISTINCT FROM s.artifact_digest THEN format('the approval names artifact %s, but the quarantined artifact is %s', p_digest, s.artifact_digest)
+        WHEN v_actor = v_by THEN format('%s installed this artifact and may not approve it (two-person rule)', v_actor)
+        WHEN v_actor = ANY(s.approvals) THEN format('%s has already approved this artifact; a second approval must come from another principal', v_actor)
+    END;
+    IF v_why IS NOT NULL THEN
+        PERFORM ledger.skill_refuse(s, 'approve', v_why, v_actor);
+        RETURN ROW(false, s.status, v_why)::ledger.skill_result;
+    END IF;
+    s.approvals := s.approvals || v_actor;
+    IF cardinality(s.approvals) >= 2 THEN
+        s.status := 'approved';
+        s.cleared := true;
+    END IF;
+    PERFORM ledger.skill_set(s, 'skill.approved',
+        jsonb_build_object('approver', v_actor, 'note', p_note, 'approvals_needed', 2), v_actor);
+    RETURN ROW(true, s.status, format('approval %s of 2 recorded', cardinality(s.approvals)))::ledger.skill_result;
+END $$;
+
+
+--
+-- Name: skill_disable(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_disable(p_skill_id text, p_reason text DEFAULT NULL::text) RETURNS ledger.skill_result
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_actor text := ledger.skill_actor('ledger.skill_disable');
+    s       ledger.skills;
+    v_why   text;
+BEGIN
+    s := ledger.skill_lock('ledger.skill_disable', p_skill_id);
+    IF s.status NOT IN ('enabled', 'verified', 'approved', 'quarantined') THEN
+        v_why := format('skill %s is %s and cannot be disabled', p_skill_id, s.status);
+        PERFORM ledger.skill_refuse(s, 'disable', v_why, v_actor);
+        RETURN ROW(false, s.status, v_why)::ledger.skill_result;
+    END IF;
+    s.status := 'disabled';
+    PERFORM ledger.skill_set(s, 'skill.disabled', jsonb_build_object('reason', coalesce(p_reason, 'disabled by an operator')), v_actor);
+    RETURN ROW(true, 'disabled', 'disabled ' || p_skill_id)::ledger.skill_result;
+END $$;
+
+
+--
+-- Name: skill_enable(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_enable(p_skill_id text, p_note text DEFAULT NULL::text) RETURNS ledger.skill_result
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_actor text := ledger.skill_actor('ledger.skill_enable');
+    s       ledger.skills;
+    v_key   text;
+    v_why   text;
+BEGIN
+    s := ledger.skill_lock('ledger.skill_enable', p_skill_id);
+    SELECT a.key_id INTO v_key FROM ledger.skill_artifacts a WHERE a.digest = s.artifact_digest;
+    v_why := CASE
+        WHEN s.status = 'enabled' THEN format('skill %s is already enabled', p_skill_id)
+        WHEN s.status = 'quarantined' THEN format('skill %s is quarantined: it needs approvals from two principals other than its installer (it has %s)',
+                                                  p_skill_id, cardinality(s.approvals))
+        WHEN s.status NOT IN ('verified', 'approved', 'disabled') THEN format('skill %s is %s and cannot be enabled', p_skill_id, s.status)
+        WHEN NOT s.cleared THEN format('skill %s''s artifact has neither passed an audit nor been approved by two principals', p_skill_id)
+        WHEN NOT ledger.skill_key_trusted(v_key) THEN format('skill %s is signed by key %s, which is not trusted (revoked or removed)', p_skill_id, v_key)
+    END;
+    IF v_why IS NOT NULL THEN
+        PERFORM ledger.skill_refuse(s, 'enable', v_why, v_actor);
+        RETURN ROW(false, s.status, v_why)::ledger.skill_result;
+    END IF;
+    s.status := 'enabled';
+    PERFORM ledger.skill_set(s, 'skill.enabled', jsonb_build_object('note', p_note), v_actor);
+    RETURN ROW(true, 'enabled', 'enabled ' || p_skill_id)::ledger.skill_result;
+END $$;
+
+
+--
+-- Name: skill_history(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_history(p_skill_id text) RETURNS TABLE(version bigint, type text, payload text, actor text, recorded_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT e.version, e.type, e.payload::text, e.metadata::jsonb ->> 'actor', e.recorded_at
+    FROM ledger.events e WHERE e.stream = 'skill:' || p_skill_id ORDER BY e.version
+$$;
+
+
+--
+-- Name: skill_install(text, text, text, text, text, bytea, text, bytea, text[], bigint, text[], bytea[], boolean); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_install(p_digest text, p_skill_id text, p_version text, p_publisher text, p_key_id text, p_public_key bytea, p_payload_digest text, p_signature bytea, p_tools text[], p_size bigint, p_paths text[], p_contents bytea[], p_tofu boolean DEFAULT false) RETURNS ledger.skill_result
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_actor text := ledger.skill_actor('ledger.skill_install');
+    v_key   ledger.skill_trust_keys;
+    s       ledger.skills;
+    v_new   boolean;
+    v_ver   bigint;
+    v_owner text;
+BEGIN
+    IF p_skill_id !~ '^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)+$' OR octet_length(p_skill_id) > 128 THEN
+        RAISE EXCEPTION 'ledger.skill_install: % is not a skill id', p_skill_id USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(p_paths) IS DISTINCT FROM cardinality(p_contents) OR cardinality(p_paths) NOT BETWEEN 1 AND 256 THEN
+        RAISE EXCEPTION 'ledger.skill_install: paths and contents must be 1 to 256 and as many' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(p_tools) t WHERE t <> p_skill_id AND NOT starts_with(t, p_skill_id || '.')) THEN
+        RAISE EXCEPTION 'ledger.skill_install: every tool id must be % or begin with %.', p_skill_id, p_skill_id
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO v_key FROM ledger.skill_trust_keys WHERE key_id = p_key_id;
+    IF FOUND AND v_key.revoked_at IS NOT NULL THEN
+        RAISE EXCEPTION 'ledger.skill_install: key % of publisher % was revoked at % (%)', p_key_id, v_key.publisher,
+            v_key.revoked_at, coalesce(v_key.revoke_reason, 'no reason given') USING ERRCODE = 'insufficient_privilege';
+    ELSIF FOUND AND v_key.publisher <> p_publisher THEN
+        RAISE EXCEPTION 'ledger.skill_install: key % is trusted for publisher %, not %', p_key_id, v_key.publisher, p_publisher
+            USING ERRCODE = 'insufficient_privilege';
+    ELSIF NOT FOUND AND NOT p_tofu THEN
+        RAISE EXCEPTION 'ledger.skill_install: key % of publisher % is not in the trust store', p_key_id, p_publisher
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'add it with execledger skill trust add, or enable trust on first use ([skills] trust_on_first_use)';
+    ELSIF NOT FOUND AND EXISTS (SELECT 1 FROM ledger.skill_trust_keys WHERE publisher = p_publisher) THEN
+        RAISE EXCEPTION 'ledger.skill_install: publisher % is pinned to other keys; % is not one of them', p_publisher, p_key_id
+            USING ERRCODE = 'insufficient_privilege', HINT = 'trust on first use pins only a publisher''s first key';
+    END IF;
+
+    SELECT * INTO s FROM ledger.skills WHERE skill_id = p_skill_id FOR UPDATE;
+    v_new := NOT FOUND;
+    IF NOT v_new AND s.artifact_digest = p_digest AND s.status <> 'removed' THEN
+        RAISE EXCEPTION 'ledger.skill_install: artifact % is already skill %''s current artifact (%)', p_digest, p_skill_id, s.status
+            USING ERRCODE = 'unique_violation';
+    END IF;
+    SELECT min(t.skill_id) INTO v_owner FROM ledger.skill_tools t WHERE t.tool_id = ANY(p_tools) AND t.skill_id <> p_skill_id;
+    IF v_owner IS NOT NULL THEN
+        RAISE EXCEPTION 'ledger.skill_install: a tool of % is served by skill %', p_skill_id, v_owner USING ERRCODE = 'unique_violation';
+    END IF;
+
+    INSERT INTO ledger.skill_artifacts (digest, skill_id, version, publisher, key_id, public_key, payload_digest, signature,
+                                        tools, size, installed_by)
+    VALUES (p_digest, p_skill_id, p_version, p_publisher, p_key_id, p_public_key, p_payload_digest, p_signature,
+            p_tools, p_size, v_actor)
+    ON CONFLICT (digest) DO NOTHING;
+    IF FOUND THEN
+        INSERT INTO ledger.skill_files (artifact_digest, path, content)
+        SELECT p_digest, u.p, u.c FROM unnest(p_paths, p_contents) u(p, c);
+    ELSIF NOT EXISTS (SELECT 1 FROM ledger.skill_artifacts a WHERE a.digest = p_digest AND a.skill_id = p_skill_id) THEN
+        RAISE EXCEPTION 'ledger.skill_install: artifact % belongs to another skill', p_digest USING ERRCODE = 'unique_violation';
+    END IF;
+
+    IF v_new THEN
+        v_ver := coalesce((SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'skill:' || p_skill_id), 0);
+        INSERT INTO ledger.skills (skill_id, status, artifact_digest, stream_version)
+        VALUES (p_skill_id, 'installed', p_digest, v_ver)
+        RETURNING * INTO s;
+    ELSE
+        IF s.status <> 'removed' AND (s.cleared OR s.status = 'enabled') THEN
+            s.previous_digest := s.artifact_digest;
+            s.previous_cleared := s.cleared;
+        END IF;
+        s.artifact_digest := p_digest;
+    END IF;
+    IF v_key.key_id IS NULL THEN
+        INSERT INTO ledger.skill_trust_keys (key_id, publisher, public_key, source, added_by)
+        VALUES (p_key_id, p_publisher, p_public_key, 'tofu', v_actor);
+        s.stream_version := ledger.skill_append('skill:' || p_skill_id, s.stream_version, 'trust.key_added',
+            jsonb_build_object('key_id', p_key_id, 'publisher', p_publisher, 'public_key', encode(p_public_key, 'base64'),
+                               'source', 'tofu', 'skill_id', p_skill_id, 'actor', v_actor),
+            v_actor);
+    END IF;
+    s.status := 'installed';
+    s.cleared := false;
+    s.approvals := '{}';
+    s.failed_checks := NULL;
+    DELETE FROM ledger.skill_tools WHERE skill_id = p_skill_id;
+    PERFORM ledger.skill_set(s, 'skill.installed',
+        jsonb_build_object('payload_digest', p_payload_digest, 'tools', to_jsonb(p_tools), 'installed_by', v_actor,
+                           'size', p_size, 'trust', CASE WHEN v_key.key_id IS NULL THEN 'tofu' ELSE v_key.source END,
+                           'previous_digest', s.previous_digest),
+        v_actor);
+    INSERT INTO ledger.skill_tools (tool_id, skill_id) SELECT t, p_skill_id FROM unnest(p_tools) t;
+    RETURN ROW(true, 'installed', 'installed ' || p_skill_id || ' ' || p_version)::ledger.skill_result;
+END $_$;
+
+
+--
+-- Name: skill_key_trusted(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_key_trusted(p_key_id text) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT EXISTS (SELECT 1 FROM ledger.skill_trust_keys k WHERE k.key_id = p_key_id AND k.revoked_at IS NULL)
+$$;
+
+
+--
+-- Name: skills; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.skills (
+    skill_id text NOT NULL,
+    status text NOT NULL,
+    artifact_digest text NOT NULL,
+    cleared boolean DEFAULT false NOT NULL,
+    approvals text[] DEFAULT '{}'::text[] NOT NULL,
+    failed_checks jsonb,
+    previous_digest text,
+    previous_cleared boolean DEFAULT false NOT NULL,
+    stream_version bigint NOT NULL,
+    updated_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT skills_status_check CHECK ((status = ANY (ARRAY['installed'::text, 'verified'::text, 'quarantined'::text, 'approved'::text, 'enabled'::text, 'disabled'::text, 'removed'::text])))
+);
+
+
+--
+-- Name: TABLE skills; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.skills IS 'Skill lifecycle state (write side), kept by the skill functions with the skill.* events.';
+
+
+--
+-- Name: skill_lock(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_lock(p_op text, p_skill_id text) RETURNS ledger.skills
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    s ledger.skills;
+BEGIN
+    SELECT * INTO s FROM ledger.skills WHERE skill_id = p_skill_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION '%: no skill %', p_op, p_skill_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN s;
+END $$;
+
+
+--
+-- Name: skill_record_audit(text, text, boolean, jsonb, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_record_audit(p_skill_id text, p_digest text, p_passed boolean, p_checks jsonb, p_trigger text DEFAULT 'install'::text) RETURNS ledger.skill_result
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_executor boolean := pg_has_role(session_user, 'ledger_executor', 'MEMBER');
+    v_actor    text;
+    s          ledger.skills;
+    v_failed   jsonb;
+BEGIN
+    IF v_executor AND NOT pg_has_role(session_user, 'ledger_skill_admin', 'MEMBER') THEN
+        v_actor := coalesce(ledger.current_principal(), session_user);
+    ELSE
+        v_actor := ledger.skill_actor('ledger.skill_record_audit');
+        v_executor := false;
+    END IF;
+    IF jsonb_typeof(p_checks) IS DISTINCT FROM 'array' OR p_trigger NOT IN ('install', 'schedule', 'trust_store', 'operator') THEN
+        RAISE EXCEPTION 'ledger.skill_record_audit: checks must be a JSON array and trigger one of install, schedule, trust_store, operator'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    s := ledger.skill_lock('ledger.skill_record_audit', p_skill_id);
+    IF s.artifact_digest <> p_digest OR s.status = 'removed' THEN
+        RAISE EXCEPTION 'ledger.skill_record_audit: % is not skill %''s current artifact (it is % in state %)',
+            p_digest, p_skill_id, s.artifact_digest, s.status USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF v_executor AND p_passed AND s.status IN ('installed', 'quarantined') THEN
+        RAISE EXCEPTION 'ledger.skill_record_audit: an executor may not clear skill % (%)', p_skill_id, s.status
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    v_failed := coalesce((SELECT jsonb_agg(c) FROM jsonb_array_elements(p_checks) c WHERE (c ->> 'passed')::boolean IS NOT TRUE), '[]');
+    IF p_passed AND jsonb_array_length(v_failed) > 0 THEN
+        RAISE EXCEPTION 'ledger.skill_record_audit: an audit with failed checks did not pass' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_passed THEN
+        IF s.status = 'installed' THEN
+            s.status := 'verified';
+            s.cleared := true;
+        END IF;
+        s.failed_checks := NULL;
+        PERFORM ledger.skill_set(s, 'skill.audited',
+            jsonb_build_object('passed', true, 'checks', p_checks, 'failed_checks', '[]'::jsonb, 'trigger', p_trigger), v_actor);
+        RETURN ROW(true, s.status, 'audit passed')::ledger.skill_result;
+    END IF;
+    s.failed_checks := v_failed;
+    PERFORM ledger.skill_set(s, 'skill.audited',
+        jsonb_build_object('passed', false, 'checks', p_checks, 'failed_checks', v_failed, 'trigger', p_trigger), v_actor);
+    s := ledger.skill_lock('ledger.skill_record_audit', p_skill_id);
+    s.status := 'quarantined';
+    s.cleared := false;
+    s.approvals := '{}';
+    PERFORM ledger.skill_set(s, 'skill.quarantined',
+        jsonb_build_object('failed_checks', v_failed, 'reason', 'audit failed', 'trigger', p_trigger), v_actor);
+    RETURN ROW(true, 'quarantined', format('audit failed: %s check(s) failed; the skill is quarantined', jsonb_array_length(v_failed)))::ledger.skill_result;
+END $$;
+
+
+--
+-- Name: skill_refuse(ledger.skills, text, text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_refuse(s ledger.skills, p_action text, p_reason text, p_actor text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v bigint;
+BEGIN
+    v := ledger.skill_append('skill:' || s.skill_id, s.stream_version, 'skill.refused',
+        jsonb_build_object('skill_id', s.skill_id, 'action', p_action, 'reason', p_reason, 'status', s.status,
+                           'artifact_digest', s.artifact_digest, 'actor', p_actor),
+        p_actor);
+    UPDATE ledger.skills SET stream_version = v WHERE skill_id = s.skill_id;
+END $$;
+
+
+--
+-- Name: skill_remove(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_remove(p_skill_id text, p_reason text DEFAULT NULL::text) RETURNS ledger.skill_result
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_actor text := ledger.skill_actor('ledger.skill_remove');
+    s       ledger.skills;
+    v_why   text;
+BEGIN
+    s := ledger.skill_lock('ledger.skill_remove', p_skill_id);
+    IF s.status IN ('enabled', 'removed') THEN
+        v_why := CASE s.status WHEN 'enabled' THEN format('skill %s is enabled: disable it first', p_skill_id)
+                               ELSE format('skill %s is already removed', p_skill_id) END;
+        PERFORM ledger.skill_refuse(s, 'remove', v_why, v_actor);
+        RETURN ROW(false, s.status, v_why)::ledger.skill_result;
+    END IF;
+    s.status := 'removed';
+    s.cleared := false;
+    s.previous_digest := NULL;
+    DELETE FROM ledger.skill_tools WHERE skill_id = p_skill_id;
+    PERFORM ledger.skill_set(s, 'skill.removed', jsonb_build_object('reason', p_reason), v_actor);
+    RETURN ROW(true, 'removed', 'removed ' || p_skill_id)::ledger.skill_result;
+END $$;
+
+
+--
+-- Name: skill_rollback(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_rollback(p_skill_id text, p_reason text DEFAULT NULL::text) RETURNS ledger.skill_result
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_actor text := ledger.skill_actor('ledger.skill_rollback');
+    s       ledger.skills;
+    v_from  text;
+    v_why   text;
+BEGIN
+    s := ledger.skill_lock('ledger.skill_rollback', p_skill_id);
+    IF s.status = 'removed' OR s.previous_digest IS NULL THEN
+        v_why := format('skill %s has no earlier artifact to roll back to', p_skill_id);
+        PERFORM ledger.skill_refuse(s, 'rollback', v_why, v_actor);
+        RETURN ROW(false, s.status, v_why)::ledger.skill_result;
+    END IF;
+    v_from := s.artifact_digest;
+    s.artifact_digest := s.previous_digest;
+    s.cleared := s.previous_cleared;
+    s.previous_digest := v_from;
+    s.previous_cleared := false;
+    s.status := 'disabled';
+    s.approvals := '{}';
+    s.failed_checks := NULL;
+    DELETE FROM ledger.skill_tools WHERE skill_id = p_skill_id;
+    INSERT INTO ledger.skill_tools (tool_id, skill_id)
+    SELECT t, p_skill_id FROM ledger.skill_artifacts a, unnest(a.tools) t WHERE a.digest = s.artifact_digest;
+    PERFORM ledger.skill_set(s, 'skill.rolled_back',
+        jsonb_build_object('from_digest', v_from,
+                           'from_version', (SELECT a.version FROM ledger.skill_artifacts a WHERE a.digest = v_from),
+                           'reason', p_reason), v_actor);
+    RETURN ROW(true, 'disabled', 'rolled back to the earlier artifact; enable it to run it')::ledger.skill_result;
+END $$;
+
+
+--
+-- Name: skill_set(ledger.skills, text, jsonb, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_set(s ledger.skills, p_type text, p_payload jsonb, p_actor text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    a ledger.skill_artifacts;
+    v bigint;
+BEGIN
+    SELECT * INTO a FROM ledger.skill_artifacts WHERE digest = s.artifact_digest;
+    v := ledger.skill_append('skill:' || s.skill_id, s.stream_version, p_type,
+        jsonb_build_object('skill_id', s.skill_id, 'status', s.status, 'version', a.version, 'publisher', a.publisher,
+                           'key_id', a.key_id, 'artifact_digest', a.digest, 'approvals', to_jsonb(s.approvals),
+                           'actor', p_actor) || p_payload,
+        p_actor);
+    UPDATE ledger.skills
+    SET status = s.status, artifact_digest = s.artifact_digest, cleared = s.cleared, approvals = s.approvals,
+        failed_checks = s.failed_checks, previous_digest = s.previous_digest, previous_cleared = s.previous_cleared,
+        stream_version = v, updated_at = clock_timestamp()
+    WHERE skill_id = s.skill_id;
+    RETURN v;
+END $$;
+
+
+--
+-- Name: skill_trust_add(text, text, bytea, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_trust_add(p_publisher text, p_key_id text, p_public_key bytea, p_note text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_actor text := ledger.skill_actor('ledger.skill_trust_add');
+    k       ledger.skill_trust_keys;
+BEGIN
+    IF octet_length(p_public_key) IS DISTINCT FROM 32 OR p_key_id IS NULL OR octet_length(p_key_id) NOT BETWEEN 1 AND 128 THEN
+        RAISE EXCEPTION 'ledger.skill_trust_add: a key is a key id and a 32-byte Ed25519 public key' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_publisher IS NULL OR p_publisher !~ '^[a-z0-9][a-z0-9_-]{0,63}$' THEN
+        RAISE EXCEPTION 'ledger.skill_trust_add: % is not a publisher name', p_publisher USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO k FROM ledger.skill_trust_keys WHERE key_id = p_key_id FOR UPDATE;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.skill_trust_add: key % is already in the trust store (publisher %, %)', p_key_id, k.publisher,
+            CASE WHEN k.revoked_at IS NULL THEN 'trusted' ELSE 'revoked' END USING ERRCODE = 'unique_violation';
+    END IF;
+    INSERT INTO ledger.skill_trust_keys (key_id, publisher, public_key, source, added_by)
+    VALUES (p_key_id, p_publisher, p_public_key, 'operator', v_actor);
+    PERFORM ledger.skill_append('skill:trust',
+        coalesce((SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'skill:trust'), 0), 'trust.key_added',
+        jsonb_build_object('key_id', p_key_id, 'publisher', p_publisher, 'public_key', encode(p_public_key, 'base64'),
+                           'source', 'operator', 'note', p_note, 'actor', v_actor),
+        v_actor);
+END $_$;
+
+
+--
+-- Name: skill_trust_revoke(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_trust_revoke(p_key_id text, p_reason text DEFAULT NULL::text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_actor text := ledger.skill_actor('ledger.skill_trust_revoke');
+    k       ledger.skill_trust_keys;
+    s       ledger.skills;
+    n       int := 0;
+BEGIN
+    SELECT * INTO k FROM ledger.skill_trust_keys WHERE key_id = p_key_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.skill_trust_revoke: no key %', p_key_id USING ERRCODE = 'no_data_found';
+    ELSIF k.revoked_at IS NOT NULL THEN
+        RAISE EXCEPTION 'ledger.skill_trust_revoke: key % was revoked at %', p_key_id, k.revoked_at
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    UPDATE ledger.skill_trust_keys SET revoked_at = clock_timestamp(), revoked_by = v_actor, revoke_reason = p_reason
+    WHERE key_id = p_key_id;
+    PERFORM ledger.skill_append('skill:trust',
+        coalesce((SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'skill:trust'), 0), 'trust.key_revoked',
+        jsonb_build_object('key_id', p_key_id, 'publisher', k.publisher, 'reason', p_reason, 'actor', v_actor),
+        v_actor);
+    FOR s IN
+        SELECT sk.* FROM ledger.skills sk JOIN ledger.skill_artifacts a ON a.digest = sk.artifact_digest
+        WHERE a.key_id = p_key_id AND sk.status IN ('enabled', 'verified', 'approved')
+        ORDER BY sk.skill_id FOR UPDATE OF sk
+    LOOP
+        s.status := 'disabled';
+        PERFORM ledger.skill_set(s, 'skill.disabled',
+            jsonb_build_object('reason', 'publisher key revoked', 'revoked_key_id', p_key_id), v_actor);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END $$;
+
+
+--
 -- Name: submit(text, jsonb, text, text, jsonb); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -3209,6 +3773,53 @@ COMMENT ON TABLE ledger.runs IS 'Per-run call budgets; derived from run.* and bu
 
 
 --
+-- Name: skill_artifacts; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.skill_artifacts (
+    digest text NOT NULL,
+    skill_id text NOT NULL,
+    version text NOT NULL,
+    publisher text NOT NULL,
+    key_id text NOT NULL,
+    public_key bytea NOT NULL,
+    payload_digest text NOT NULL,
+    signature bytea NOT NULL,
+    tools text[] NOT NULL,
+    size bigint NOT NULL,
+    installed_by text NOT NULL,
+    installed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT skill_artifacts_check CHECK (((digest ~ '^sha256:[0-9a-f]{64}$'::text) AND (payload_digest ~ '^sha256:[0-9a-f]{64}$'::text) AND (octet_length(public_key) = 32) AND (octet_length(signature) = 64) AND ((cardinality(tools) >= 1) AND (cardinality(tools) <= 64)) AND (size > 0)))
+);
+
+
+--
+-- Name: TABLE skill_artifacts; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.skill_artifacts IS 'Installed skill artifacts by archive digest; append-only.';
+
+
+--
+-- Name: skill_files; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.skill_files (
+    artifact_digest text NOT NULL,
+    path text NOT NULL,
+    content bytea NOT NULL,
+    CONSTRAINT skill_files_check CHECK ((((octet_length(path) >= 1) AND (octet_length(path) <= 256)) AND (octet_length(content) <= 16777216)))
+);
+
+
+--
+-- Name: TABLE skill_files; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.skill_files IS 'The files of each installed skill artifact; append-only.';
+
+
+--
 -- Name: skill_status; Type: TABLE; Schema: ledger; Owner: -
 --
 
@@ -3252,6 +3863,49 @@ CREATE TABLE ledger.skill_storage (
 --
 
 COMMENT ON TABLE ledger.skill_storage IS 'Values of tier A skills'' storage capability; keys begin with the granted prefix.';
+
+
+--
+-- Name: skill_tools; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.skill_tools (
+    tool_id text NOT NULL,
+    skill_id text NOT NULL
+);
+
+
+--
+-- Name: TABLE skill_tools; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.skill_tools IS 'Tool id -> the skill whose current artifact serves it.';
+
+
+--
+-- Name: skill_trust_keys; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.skill_trust_keys (
+    key_id text NOT NULL,
+    publisher text NOT NULL,
+    public_key bytea NOT NULL,
+    source text NOT NULL,
+    added_by text NOT NULL,
+    added_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    revoked_at timestamp with time zone,
+    revoked_by text,
+    revoke_reason text,
+    CONSTRAINT skill_trust_keys_check CHECK (((octet_length(public_key) = 32) AND (publisher ~ '^[a-z0-9][a-z0-9_-]{0,63}$'::text))),
+    CONSTRAINT skill_trust_keys_source_check CHECK ((source = ANY (ARRAY['operator'::text, 'tofu'::text])))
+);
+
+
+--
+-- Name: TABLE skill_trust_keys; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.skill_trust_keys IS 'Trusted publisher keys (trust.key_added / trust.key_revoked); written by the skill functions only.';
 
 
 --
@@ -3416,6 +4070,22 @@ ALTER TABLE ONLY ledger.runs
 
 
 --
+-- Name: skill_artifacts skill_artifacts_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skill_artifacts
+    ADD CONSTRAINT skill_artifacts_pkey PRIMARY KEY (digest);
+
+
+--
+-- Name: skill_files skill_files_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skill_files
+    ADD CONSTRAINT skill_files_pkey PRIMARY KEY (artifact_digest, path);
+
+
+--
 -- Name: skill_status skill_status_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
 --
 
@@ -3429,6 +4099,30 @@ ALTER TABLE ONLY ledger.skill_status
 
 ALTER TABLE ONLY ledger.skill_storage
     ADD CONSTRAINT skill_storage_pkey PRIMARY KEY (key);
+
+
+--
+-- Name: skill_tools skill_tools_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skill_tools
+    ADD CONSTRAINT skill_tools_pkey PRIMARY KEY (tool_id);
+
+
+--
+-- Name: skill_trust_keys skill_trust_keys_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skill_trust_keys
+    ADD CONSTRAINT skill_trust_keys_pkey PRIMARY KEY (key_id);
+
+
+--
+-- Name: skills skills_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skills
+    ADD CONSTRAINT skills_pkey PRIMARY KEY (skill_id);
 
 
 --
@@ -3520,6 +4214,20 @@ CREATE UNIQUE INDEX request_status_idempotency_idx ON ledger.request_status USIN
 --
 
 CREATE INDEX request_status_unattested_idx ON ledger.request_status USING btree (finished_at) WHERE ((attestation_digest IS NULL) AND (finished_at IS NOT NULL));
+
+
+--
+-- Name: skill_tools_skill_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX skill_tools_skill_idx ON ledger.skill_tools USING btree (skill_id);
+
+
+--
+-- Name: skill_trust_keys_publisher_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX skill_trust_keys_publisher_idx ON ledger.skill_trust_keys USING btree (publisher);
 
 
 --
@@ -3622,11 +4330,79 @@ ALTER TABLE ledger.log_nodes ENABLE ALWAYS TRIGGER log_nodes_no_truncate;
 
 
 --
+-- Name: skill_artifacts skill_artifacts_append_only; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER skill_artifacts_append_only BEFORE DELETE OR UPDATE ON ledger.skill_artifacts FOR EACH ROW EXECUTE FUNCTION ledger.refuse_change();
+
+ALTER TABLE ledger.skill_artifacts ENABLE ALWAYS TRIGGER skill_artifacts_append_only;
+
+
+--
+-- Name: skill_artifacts skill_artifacts_no_truncate; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER skill_artifacts_no_truncate BEFORE TRUNCATE ON ledger.skill_artifacts FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_change();
+
+ALTER TABLE ledger.skill_artifacts ENABLE ALWAYS TRIGGER skill_artifacts_no_truncate;
+
+
+--
+-- Name: skill_files skill_files_append_only; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER skill_files_append_only BEFORE DELETE OR UPDATE ON ledger.skill_files FOR EACH ROW EXECUTE FUNCTION ledger.refuse_change();
+
+ALTER TABLE ledger.skill_files ENABLE ALWAYS TRIGGER skill_files_append_only;
+
+
+--
+-- Name: skill_files skill_files_no_truncate; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER skill_files_no_truncate BEFORE TRUNCATE ON ledger.skill_files FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_change();
+
+ALTER TABLE ledger.skill_files ENABLE ALWAYS TRIGGER skill_files_no_truncate;
+
+
+--
 -- Name: checkpoint_cosignatures checkpoint_cosignatures_size_fkey; Type: FK CONSTRAINT; Schema: ledger; Owner: -
 --
 
 ALTER TABLE ONLY ledger.checkpoint_cosignatures
     ADD CONSTRAINT checkpoint_cosignatures_size_fkey FOREIGN KEY (size) REFERENCES ledger.checkpoints(size);
+
+
+--
+-- Name: skill_files skill_files_artifact_digest_fkey; Type: FK CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skill_files
+    ADD CONSTRAINT skill_files_artifact_digest_fkey FOREIGN KEY (artifact_digest) REFERENCES ledger.skill_artifacts(digest);
+
+
+--
+-- Name: skill_tools skill_tools_skill_id_fkey; Type: FK CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skill_tools
+    ADD CONSTRAINT skill_tools_skill_id_fkey FOREIGN KEY (skill_id) REFERENCES ledger.skills(skill_id);
+
+
+--
+-- Name: skills skills_artifact_digest_fkey; Type: FK CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skills
+    ADD CONSTRAINT skills_artifact_digest_fkey FOREIGN KEY (artifact_digest) REFERENCES ledger.skill_artifacts(digest);
+
+
+--
+-- Name: skills skills_previous_digest_fkey; Type: FK CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.skills
+    ADD CONSTRAINT skills_previous_digest_fkey FOREIGN KEY (previous_digest) REFERENCES ledger.skill_artifacts(digest);
 
 
 --
@@ -3787,6 +4563,7 @@ GRANT USAGE ON SCHEMA ledger TO ledger_executor;
 GRANT USAGE ON SCHEMA ledger TO ledger_auditor;
 GRANT USAGE ON SCHEMA ledger TO ledger_admin;
 GRANT USAGE ON SCHEMA ledger TO ledger_reader;
+GRANT USAGE ON SCHEMA ledger TO ledger_skill_admin;
 
 
 --
@@ -3889,6 +4666,7 @@ GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_approver;
 GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_executor;
 GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_auditor;
 GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_admin;
+GRANT ALL ON FUNCTION ledger.current_principal() TO ledger_skill_admin;
 
 
 --
@@ -4238,6 +5016,141 @@ GRANT ALL ON FUNCTION ledger.set_run_budget(run_id text, max_calls integer) TO l
 
 
 --
+-- Name: FUNCTION skill_actor(p_op text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_actor(p_op text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION skill_append(p_stream text, p_version bigint, p_type text, p_payload jsonb, p_actor text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_append(p_stream text, p_version bigint, p_type text, p_payload jsonb, p_actor text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION skill_approve(p_skill_id text, p_digest text, p_note text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_approve(p_skill_id text, p_digest text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_approve(p_skill_id text, p_digest text, p_note text) TO ledger_skill_admin;
+
+
+--
+-- Name: FUNCTION skill_disable(p_skill_id text, p_reason text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_disable(p_skill_id text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_disable(p_skill_id text, p_reason text) TO ledger_skill_admin;
+
+
+--
+-- Name: FUNCTION skill_enable(p_skill_id text, p_note text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_enable(p_skill_id text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_enable(p_skill_id text, p_note text) TO ledger_skill_admin;
+
+
+--
+-- Name: FUNCTION skill_history(p_skill_id text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_history(p_skill_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_history(p_skill_id text) TO ledger_skill_admin;
+GRANT ALL ON FUNCTION ledger.skill_history(p_skill_id text) TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.skill_history(p_skill_id text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION skill_install(p_digest text, p_skill_id text, p_version text, p_publisher text, p_key_id text, p_public_key bytea, p_payload_digest text, p_signature bytea, p_tools text[], p_size bigint, p_paths text[], p_contents bytea[], p_tofu boolean); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_install(p_digest text, p_skill_id text, p_version text, p_publisher text, p_key_id text, p_public_key bytea, p_payload_digest text, p_signature bytea, p_tools text[], p_size bigint, p_paths text[], p_contents bytea[], p_tofu boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_install(p_digest text, p_skill_id text, p_version text, p_publisher text, p_key_id text, p_public_key bytea, p_payload_digest text, p_signature bytea, p_tools text[], p_size bigint, p_paths text[], p_contents bytea[], p_tofu boolean) TO ledger_skill_admin;
+
+
+--
+-- Name: FUNCTION skill_key_trusted(p_key_id text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_key_trusted(p_key_id text) FROM PUBLIC;
+
+
+--
+-- Name: TABLE skills; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.skills TO ledger_skill_admin;
+GRANT SELECT ON TABLE ledger.skills TO ledger_executor;
+GRANT SELECT ON TABLE ledger.skills TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.skills TO ledger_admin;
+
+
+--
+-- Name: FUNCTION skill_lock(p_op text, p_skill_id text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_lock(p_op text, p_skill_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION skill_record_audit(p_skill_id text, p_digest text, p_passed boolean, p_checks jsonb, p_trigger text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_record_audit(p_skill_id text, p_digest text, p_passed boolean, p_checks jsonb, p_trigger text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_record_audit(p_skill_id text, p_digest text, p_passed boolean, p_checks jsonb, p_trigger text) TO ledger_skill_admin;
+GRANT ALL ON FUNCTION ledger.skill_record_audit(p_skill_id text, p_digest text, p_passed boolean, p_checks jsonb, p_trigger text) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION skill_refuse(s ledger.skills, p_action text, p_reason text, p_actor text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_refuse(s ledger.skills, p_action text, p_reason text, p_actor text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION skill_remove(p_skill_id text, p_reason text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_remove(p_skill_id text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_remove(p_skill_id text, p_reason text) TO ledger_skill_admin;
+
+
+--
+-- Name: FUNCTION skill_rollback(p_skill_id text, p_reason text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_rollback(p_skill_id text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_rollback(p_skill_id text, p_reason text) TO ledger_skill_admin;
+
+
+--
+-- Name: FUNCTION skill_set(s ledger.skills, p_type text, p_payload jsonb, p_actor text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_set(s ledger.skills, p_type text, p_payload jsonb, p_actor text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION skill_trust_add(p_publisher text, p_key_id text, p_public_key bytea, p_note text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_trust_add(p_publisher text, p_key_id text, p_public_key bytea, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_trust_add(p_publisher text, p_key_id text, p_public_key bytea, p_note text) TO ledger_skill_admin;
+
+
+--
+-- Name: FUNCTION skill_trust_revoke(p_key_id text, p_reason text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_trust_revoke(p_key_id text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.skill_trust_revoke(p_key_id text, p_reason text) TO ledger_skill_admin;
+
+
+--
 -- Name: FUNCTION submit(tool text, input jsonb, run_id text, idempotency_key text, context jsonb); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -4442,6 +5355,26 @@ GRANT SELECT ON TABLE ledger.runs TO ledger_admin;
 
 
 --
+-- Name: TABLE skill_artifacts; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.skill_artifacts TO ledger_skill_admin;
+GRANT SELECT ON TABLE ledger.skill_artifacts TO ledger_executor;
+GRANT SELECT ON TABLE ledger.skill_artifacts TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.skill_artifacts TO ledger_admin;
+
+
+--
+-- Name: TABLE skill_files; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.skill_files TO ledger_skill_admin;
+GRANT SELECT ON TABLE ledger.skill_files TO ledger_executor;
+GRANT SELECT ON TABLE ledger.skill_files TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.skill_files TO ledger_admin;
+
+
+--
 -- Name: TABLE skill_status; Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -4450,6 +5383,7 @@ GRANT SELECT ON TABLE ledger.skill_status TO ledger_approver;
 GRANT SELECT ON TABLE ledger.skill_status TO ledger_executor;
 GRANT SELECT ON TABLE ledger.skill_status TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.skill_status TO ledger_admin;
+GRANT SELECT ON TABLE ledger.skill_status TO ledger_skill_admin;
 
 
 --
@@ -4459,6 +5393,26 @@ GRANT SELECT ON TABLE ledger.skill_status TO ledger_admin;
 GRANT SELECT,INSERT,UPDATE ON TABLE ledger.skill_storage TO ledger_executor;
 GRANT SELECT ON TABLE ledger.skill_storage TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.skill_storage TO ledger_admin;
+
+
+--
+-- Name: TABLE skill_tools; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.skill_tools TO ledger_skill_admin;
+GRANT SELECT ON TABLE ledger.skill_tools TO ledger_executor;
+GRANT SELECT ON TABLE ledger.skill_tools TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.skill_tools TO ledger_admin;
+
+
+--
+-- Name: TABLE skill_trust_keys; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_skill_admin;
+GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_executor;
+GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_admin;
 
 
 --
