@@ -35,6 +35,7 @@ type attestationInput struct {
 	finished    time.Time
 	result      Result
 	approvalRef string
+	skill       *attest.Skill // the skill artifact, for skill tools
 }
 
 // sign builds and signs the statement for in and the event that records it.
@@ -61,6 +62,7 @@ func (e *Executor) sign(ctx context.Context, in attestationInput) (attestation, 
 		ErrorKind:      in.result.ErrorKind,
 		Resources:      in.result.Resources,
 		LogCheckpoint:  e.logCheckpoint(ctx),
+		Skill:          in.skill,
 	}
 	st := attest.NewStatement(nil, in.output, ex)
 	for i := range st.Subject {

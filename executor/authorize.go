@@ -114,16 +114,26 @@ func (e *Executor) authorize(j *job, budgets map[runKey]*budget) gate {
 				fmt.Sprintf("budget exhausted for run %s: %d of %d calls used", j.runID, b.used, b.max))
 		}
 	}
+	// A skill that may not run is denied before Cedar, with the reason
+	// the skill check gave (status, digest, signature, trust, audit).
+	if j.skill != nil && j.skill.Refusal != "" {
+		return deny("skill", string(ledger.KindSkillNotActive), "skill.not_active", j.skill.Refusal)
+	}
 	// A tool this executor does not run is unsupported whatever the
 	// policy says: checked before Cedar, so that the denial names the
 	// real cause rather than the absence of a permit.
 	if j.impl == nil {
 		return deny("support", string(ledger.KindPolicyDenied), "tool.unsupported", fmt.Sprintf("tool %q is not supported by this executor", j.tool))
 	}
-	d := e.policy.Authorize(policy.Request{
+	req := policy.Request{
 		Principal: j.principal, Tool: j.tool, Channel: j.context.Channel, Device: j.context.Device,
-		ChannelBound: j.channelBound, DeviceBound: j.deviceBound, Session: j.context.Session, RunID: j.runID, Sensitive: e.sensitive[j.tool],
-	})
+		ChannelBound: j.channelBound, DeviceBound: j.deviceBound, Session: j.context.Session, RunID: j.runID, Sensitive: e.sensitiveJob(j),
+	}
+	if j.skill != nil {
+		req.Skill, req.SkillVersion, req.SkillPublisher = j.skill.Skill.ID, j.skill.Skill.Version, j.skill.Skill.Publisher
+		req.SkillRequiresApproval, req.Capabilities = j.skill.RequiresApproval, j.skill.Capabilities
+	}
+	d := e.policy.Authorize(req)
 	if !d.Allowed {
 		g := deny("policy", string(ledger.KindPolicyDenied), d.ReasonCode, "denied by policy: "+d.ReasonCode)
 		g.decision = d
@@ -134,7 +144,7 @@ func (e *Executor) authorize(j *job, budgets map[runKey]*budget) gate {
 		g.decision.DeterminingPolicies = d.DeterminingPolicies
 		return g
 	}
-	if e.sensitive[j.tool] && !j.approved {
+	if e.sensitiveJob(j) && !j.approved {
 		return gate{verdict: verdictAwaitApproval, decision: d, stage: "approval"}
 	}
 	charge := b != nil && !j.charged()

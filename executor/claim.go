@@ -28,6 +28,9 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 	if err != nil || len(jobs) == 0 {
 		return 0, err
 	}
+	if err := e.resolveSkills(ctx, tx, jobs); err != nil {
+		return 0, err
+	}
 	budgets, err := e.lockBudgets(ctx, tx, jobs)
 	if err != nil {
 		return 0, err
@@ -51,7 +54,7 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 			res := failure(g.errorKind, g.message)
 			a, err := e.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 				runID: j.runID, inputDigest: j.inputDigest, executor: "policy", decision: "deny", reason: g.decision.ReasonCode,
-				started: now, finished: now, result: res})
+				started: now, finished: now, result: res, skill: j.skillRef()})
 			if err != nil {
 				return 0, err
 			}
@@ -63,7 +66,7 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 		case verdictAwaitApproval:
 			sa.Events = append(sa.Events, ledger.NewEvent{Type: "approval.requested", Payload: map[string]any{
 				"request_id": j.id, "tool": j.tool, "input_digest": "sha256:" + hex.EncodeToString(j.inputDigest),
-				"expires_in_ms": e.cfg.ApprovalTimeout.Milliseconds(), "reason": "tool is marked sensitive",
+				"expires_in_ms": e.cfg.ApprovalTimeout.Milliseconds(), "reason": approvalReason(j),
 			}, Metadata: e.meta(j)})
 			j.next()
 			w.transition(j.id, j.claimID, transAwaitApproval, false)
@@ -164,12 +167,15 @@ func (e *Executor) decisionEvent(j *job, g gate) ledger.NewEvent {
 		"determining_policies": pols,
 		"errors":               errs,
 		"policy_digest":        e.policy.Digest(),
-		"sensitive":            e.sensitive[j.tool],
+		"sensitive":            e.sensitiveJob(j),
 		"approved":             j.approved,
 	}
 	if g.verdict == verdictDeny {
 		p["error_kind"] = g.errorKind
 		p["message"] = g.message
+	}
+	if s := j.skillRef(); s != nil {
+		p["skill"] = s
 	}
 	return ledger.NewEvent{Type: "policy.decided", Payload: p, Metadata: e.meta(j)}
 }

@@ -75,8 +75,11 @@ func (e *Executor) completeWithRetry(ctx context.Context, batch []outcome) {
 
 // complete writes one batch in one transaction: execution.finished and
 // attestation.signed for each request whose claim is still this executor's,
-// the read model, the queue, and the NOTIFYs.
+// the read model, the queue, the NOTIFYs, and the storage writes of those
+// of its calls that succeeded (Result.StorageWrites): an outcome dropped
+// because its claim was lost, or a failure, writes nothing.
 func (e *Executor) complete(ctx context.Context, batch []outcome) error {
+	e.refuseUnstorable(batch)
 	tx, err := e.pool.Begin(ctx)
 	if err != nil {
 		return err
@@ -105,6 +108,7 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 		return err
 	}
 	var w writes
+	var stored storageWrites
 	for _, o := range batch {
 		j, res := o.job, o.result
 		v, ok := held[j.id]
@@ -117,7 +121,8 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 		state := stateOf(res)
 		a, err := e.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 			runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
-			decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res})
+			decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res,
+			skill: j.skillRef()})
 		if err != nil {
 			return err
 		}
@@ -153,11 +158,17 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 			w.other(sa)
 		}
 		w.finish(j.id, j.claimID, state, res, j.impl.Tier())
+		if state == "succeeded" {
+			stored.add(res.StorageWrites)
+		}
 	}
 	if w.finished == 0 {
 		return tx.Commit(ctx)
 	}
 	if err := w.exec(ctx, tx, e.store, e.cfg.ApprovalTimeout); err != nil {
+		return err
+	}
+	if err := stored.exec(ctx, tx); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

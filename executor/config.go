@@ -26,6 +26,9 @@ type Config struct {
 	CompleteBatch int
 	// Metrics, when set, receives the executor's measurements.
 	Metrics *Metrics
+	// Skills, when set, serves the tools of installed skills (tier A);
+	// registered tools take precedence over a skill tool of the same id.
+	Skills Skills
 }
 
 // WithDefaults fills unset fields.

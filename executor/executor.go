@@ -46,6 +46,10 @@ type Executor struct {
 	inflight map[uuid.UUID]*job // claimed and not yet completed
 
 	logHead logHead // the newest checkpoint, for attestations
+
+	// skillTools are the tool ids installed skills have served (the
+	// Skills' answers): metrics name them rather than "unknown".
+	skillTools sync.Map
 }
 
 // New returns an Executor running the given tools.

@@ -27,6 +27,8 @@ const testPolicy = `
 @id("alice-and-carol")
 permit (principal, action == Action::"tool.execute", resource)
 when { principal == Principal::"alice" || principal == Principal::"carol" };
+@id("alice-skills")
+permit (principal == Principal::"alice", action == Action::"skill.execute", resource);
 @id("bob-sleeps")
 permit (principal == Principal::"bob", action == Action::"tool.execute", resource == Tool::"sleep");
 @id("no-echo-for-bob")

@@ -31,7 +31,8 @@ type job struct {
 	wasCharged                bool // an earlier claim already paid the run's budget
 	submittedAt               time.Time
 
-	impl     Tool // nil for an unknown tool
+	impl     Tool       // nil for an unknown tool
+	skill    *SkillTool // set when an installed skill serves the tool
 	decision policy.Decision
 	started  time.Time
 

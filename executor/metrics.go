@@ -55,6 +55,9 @@ func (m *Metrics) toolLabel(e *Executor, tool string) string {
 	if _, ok := e.tools[tool]; ok {
 		return tool
 	}
+	if _, ok := e.skillTools.Load(tool); ok {
+		return tool // an installed skill's: as bounded as what skill admins install
+	}
 	return "unknown" // bounded cardinality: requests may name any tool
 }
 

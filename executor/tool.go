@@ -19,7 +19,8 @@ type Tool interface {
 	Tier() string
 	// SafeToRepeat reports whether running the tool twice for one request
 	// does no harm, so that a request whose executor died mid-run may run
-	// again instead of ending outcome_unknown.
+	// again instead of ending outcome_unknown. Result.StorageWrites do not
+	// make a tool unsafe: they are written only with the outcome.
 	SafeToRepeat() bool
 	// Validate checks the input before anything is authorized or spent;
 	// an error denies the request with error_kind invalid_input.
@@ -49,10 +50,26 @@ type Result struct {
 	// Enforcement is the limits and isolation actually applied. The
 	// executor only reads it; a tool may hand every call the same map.
 	Enforcement map[string]any
+	// StorageWrites are a tier A skill's storage_put writes: applied to
+	// ledger.skill_storage in the transaction that records the outcome,
+	// only when the call succeeded and the executor still holds its claim,
+	// in order (the last write of a key wins, within a result and across
+	// the results completed in one transaction). The executor drops them
+	// for any failed result, so a call that fails, traps or times out
+	// leaves no writes; a successful result with a key the table refuses
+	// (empty, over 512 bytes, not UTF-8, holding NUL) becomes a
+	// runtime_failure.
+	StorageWrites []StorageWrite
 	// Events are appended to the request's stream, in order, just before
 	// its execution.finished (e.g. egress.connection records), in the same
 	// transaction. Their payloads must marshal to JSON objects.
 	Events []Event
+}
+
+// StorageWrite sets one key of ledger.skill_storage.
+type StorageWrite struct {
+	Key   string
+	Value []byte
 }
 
 // Event is an event a tool asks to record about its call.

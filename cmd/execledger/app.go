@@ -56,6 +56,7 @@ func commands() []command {
 		{"verify", "BUNDLE --log-key K --attest-key K [--witness-key K] [--json] | --db --log-key K --attest-key K [--json] | ATTESTATION.json --attest-key K | --replay ID [--pubkey FILE]", "verify a bundle offline, the live log and read model (--db), one attestation, or run a recorded tier A call again (--replay)", runVerify},
 		{"prove", "ID [--out DIR] [--json] [--config FILE]", "prove each event of a request against the newest published checkpoint (C2SP tlog-proof files)", runProve},
 		{"witness", "--log-key K --key WITNESS_KEY --state FILE [--once] [--interval D] [--config FILE] [--json]", "check that the log's newest checkpoint extends the last one this witness accepted, then cosign it", runWitness},
+		{"skill", "new|package|install|audit|approve|enable|disable|rollback|remove|list|show|trust [ARGS]", "skills: write, package and sign, install and audit, approve (two-person rule), enable and disable (execledger skill help)", runSkill},
 		{"keygen", "[--out FILE] | --note [--name ORIGIN] | --witness --name NAME", "write an Ed25519 key pair (FILE, FILE.pub): attestations' (default), the log's checkpoints' (--note) or a witness's (--witness)", runKeygen},
 		{"bench", "[--mode burndown|continuous] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--no-projector] [--no-sealer] [--river-fetch-cooldown D]", "measure throughput and latency against River on fresh databases", runBench},
 	}

@@ -25,6 +25,9 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/processrun"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/sandbox/wasmrun"
+	"github.com/execledger/execledger/internal/skill/audit"
+	"github.com/execledger/execledger/internal/skill/gate"
+	"github.com/execledger/execledger/internal/skill/vet"
 	"github.com/execledger/execledger/ledger"
 	"github.com/execledger/execledger/migrations"
 	"github.com/execledger/execledger/projector"
@@ -138,9 +141,16 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	if cfg.Executor.Enabled {
 		xcfg := executorConfig(cfg)
 		xcfg.Metrics = executor.NewMetrics(ops.Registry())
-		tools, closers, err := toolsFor(ctx, cfg, pool, logger)
+		tools, closers, host, err := toolsFor(ctx, cfg, pool, logger)
 		if err != nil {
 			return err
+		}
+		if host != nil && cfg.Skills.Enabled {
+			opts, limits := skillOptions(cfg), skillLimits(cfg.Wasm)
+			g := gate.New(host, opts, limits, logger)
+			xcfg.Skills = g
+			closers = append(closers, toolCloser{"skills", g.Close})
+			wg.Go(func() { gate.Run(ctx, pool, opts, cfg.Skills.ReauditInterval.Duration, 30*time.Second, logger) })
 		}
 		// After the executor has stopped: background processes end and
 		// their ends are recorded, WebAssembly runtimes are freed.
@@ -219,28 +229,31 @@ func closeTools(ctx context.Context, cfg config.Config, logger *slog.Logger, clo
 // configured; and the tier A tools of [wasm] when enabled. The closers
 // are to be called after the executor stops; process.run has already
 // accounted for the processes of dead executors on this host.
-func toolsFor(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, []toolCloser, error) {
+func toolsFor(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, []toolCloser, *wasmrun.Host, error) {
 	tools := []executor.Tool{executor.Echo{}, executor.Sleep{}}
 	var closers []toolCloser
 	if cfg.Process.Enabled {
 		pt, pr, err := processTools(ctx, cfg.Process, pool, logger)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		tools = append(tools, pt...)
 		closers = append(closers, toolCloser{"process.run", pr.Close})
 	}
+	var host *wasmrun.Host
 	if cfg.Wasm.Enabled {
 		wt, h, err := wasmTools(ctx, cfg.Wasm, pool)
 		if err != nil {
 			closeTools(context.WithoutCancel(ctx), cfg, logger, closers)
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		tools = append(tools, wt...)
 		closers = append(closers, toolCloser{"wasm", h.Close})
-		logger.Info("tier A", slog.Int("modules", len(cfg.Wasm.Modules)), slog.Bool("allow_inline", cfg.Wasm.AllowInline))
+		host = h
+		logger.Info("tier A", slog.Int("modules", len(cfg.Wasm.Modules)), slog.Bool("allow_inline", cfg.Wasm.AllowInline),
+			slog.Bool("installed_skills", cfg.Skills.Enabled))
 	}
-	return tools, closers, nil
+	return tools, closers, host, nil
 }
 
 // wasmTools builds the tier A host: every registered module is read,
@@ -283,13 +296,11 @@ func wasmTools(ctx context.Context, w config.Wasm, pool *pgxpool.Pool) ([]execut
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := wasmrun.New(ctx, wasmrun.Config{Modules: mods, AllowInline: w.AllowInline, Engine: w.Engine,
-		MemoryLimitPages: uint32(w.MemoryLimitPages), FuelLimit: int64(w.FuelLimit), MaxInstances: w.MaxInstances,
-		MaxModuleBytes: w.MaxModuleBytes, Timeout: w.Timeout.Duration, CacheDir: cacheDir,
-		Policy: wasmrun.Capabilities{HTTPHosts: w.PolicyHTTPHosts, Secrets: w.PolicySecrets,
-			StoragePrefixes: w.PolicyStoragePrefixes, Channels: w.PolicyChannels},
-		Secrets: secrets, Storage: wasmrun.PGStorage{Pool: pool},
-		HTTP: wasmrun.HTTPOptions{Ports: w.HTTPPorts, PrivateRanges: private}})
+	wc := wasmLimits(w)
+	wc.Modules, wc.AllowInline, wc.CacheDir = mods, w.AllowInline, cacheDir
+	wc.Secrets, wc.Storage = secrets, wasmrun.PGStorage{Pool: pool}
+	wc.HTTP = wasmrun.HTTPOptions{Ports: w.HTTPPorts, PrivateRanges: private}
+	h, err := wasmrun.New(ctx, wc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wasm: %w", err)
 	}
@@ -298,6 +309,28 @@ func wasmTools(ctx context.Context, w config.Wasm, pool *pgxpool.Pool) ([]execut
 		tools = append(tools, t)
 	}
 	return tools, h, nil
+}
+
+// wasmLimits is tier A's engine, limits and policy from [wasm]: what a
+// host is built with, and what the skill audit checks modules against.
+func wasmLimits(w config.Wasm) wasmrun.Config {
+	return wasmrun.Config{Engine: w.Engine, MemoryLimitPages: uint32(w.MemoryLimitPages), FuelLimit: int64(w.FuelLimit),
+		MaxInstances: w.MaxInstances, MaxModuleBytes: w.MaxModuleBytes, Timeout: w.Timeout.Duration,
+		Policy: wasmrun.Capabilities{HTTPHosts: w.PolicyHTTPHosts, Secrets: w.PolicySecrets,
+			StoragePrefixes: w.PolicyStoragePrefixes, Channels: w.PolicyChannels}}
+}
+
+// skillOptions is the configuration's part in a skill's audit: the most
+// it may request is [wasm]'s policy.
+func skillOptions(cfg config.Config) vet.Options {
+	w := cfg.Wasm
+	return vet.Options{Wasm: wasmLimits(w), Max: audit.Max{HTTPHosts: w.PolicyHTTPHosts, Secrets: w.PolicySecrets,
+		StoragePrefixes: w.PolicyStoragePrefixes, Channels: w.PolicyChannels, AllowWildcards: cfg.Skills.AllowWildcards}}
+}
+
+// skillLimits bound installed skills' quotas.
+func skillLimits(w config.Wasm) gate.Limits {
+	return gate.Limits{Fuel: int64(w.FuelLimit), Timeout: w.Timeout.Duration, MemoryPages: uint32(w.MemoryLimitPages)}
 }
 
 // processTools builds process.run, and process.status and process.stop

@@ -47,6 +47,22 @@ type Execution struct {
 	// attestation was signed: the log state it was made against. Absent
 	// while the log has no checkpoint.
 	LogCheckpoint *LogCheckpoint `json:"log_checkpoint,omitempty"`
+	// Skill names the installed skill whose tool ran (or was refused):
+	// absent for tools that are not skills.
+	Skill *Skill `json:"skill,omitempty"`
+}
+
+// Skill identifies the exact skill artifact an execution used: its id and
+// version, the digest of the archive that was installed, the digest of
+// its payload as the executor loaded it, and the publisher key that
+// signed it (its key id).
+type Skill struct {
+	ID             string `json:"id"`
+	Version        string `json:"version"`
+	Publisher      string `json:"publisher"`
+	ArtifactDigest string `json:"artifact_digest"`
+	PayloadDigest  string `json:"payload_digest,omitempty"`
+	PublisherKey   string `json:"publisher_key"`
 }
 
 // LogCheckpoint names a checkpoint of the Merkle log (C2SP tlog-checkpoint):

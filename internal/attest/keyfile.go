@@ -97,6 +97,17 @@ func removeFile(path string) error {
 // refuses a file that is not a regular file or whose mode gives group or
 // others any access (mode & 0077 != 0).
 func LoadSigner(privPath string) (*Signer, error) {
+	priv, err := LoadPrivateKey(privPath)
+	if err != nil {
+		return nil, err
+	}
+	return NewSigner(priv), nil
+}
+
+// LoadPrivateKey reads an Ed25519 private key written by GenerateKeyFiles
+// (`execledger keygen`), with LoadSigner's checks: skill publishers sign
+// artifacts with it.
+func LoadPrivateKey(privPath string) (ed25519.PrivateKey, error) {
 	der, err := readPrivateKeyFile(privPath)
 	if err != nil {
 		return nil, err
@@ -109,7 +120,7 @@ func LoadSigner(privPath string) (*Signer, error) {
 	if !ok {
 		return nil, fmt.Errorf("attest: private key file %s: %w: %T is not an Ed25519 key", privPath, ErrKeyFile, key)
 	}
-	return NewSigner(priv), nil
+	return priv, nil
 }
 
 // readPrivateKeyFile checks the permissions of the open file (not the path,

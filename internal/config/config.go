@@ -49,6 +49,7 @@ type Config struct {
 	Attest    Attest    `toml:"attest"`
 	Process   Process   `toml:"process_run"`
 	Wasm      Wasm      `toml:"wasm"`
+	Skills    Skills    `toml:"skills"`
 	Dev       Dev       `toml:"dev"`
 }
 
@@ -205,8 +206,9 @@ func Default() Config {
 			EgressPorts: []int{80, 443}, EgressPrivateRanges: []string{},
 			Background: true, MaxBackground: 16, MaxBackgroundPerRun: 4, MaxBackgroundLifetime: Duration{30 * time.Minute},
 			Cgroups: "auto", UIDBase: 200000, UIDCount: 65536},
-		Wasm: defaultWasm(),
-		Dev:  Dev{DataDir: filepath.Join(".execledger", "pgdata")},
+		Wasm:   defaultWasm(),
+		Skills: defaultSkills(),
+		Dev:    Dev{DataDir: filepath.Join(".execledger", "pgdata")},
 	}
 }
 
@@ -329,6 +331,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("process_run: uid_base must be at least 1000, uid_count positive, and the range below 4294967294"))
 	}
 	errs = append(errs, c.Wasm.validate()...)
+	errs = append(errs, c.Skills.validate()...)
 	if c.Dev.DataDir == "" {
 		errs = append(errs, errors.New("dev.data_dir: must not be empty"))
 	}

@@ -30,7 +30,8 @@
 //	Tool::"<tool>"             attributes name (String), group (String, "" when none);
 //	                           parent ToolGroup::"<prefix before the first dot>" when the name has a dot
 //	ToolGroup::"<prefix>"      no attributes
-//	Skill::"<skill>"           attribute id (String); only when Request.Skill != ""
+//	Skill::"<skill>"           attributes id, version, publisher (String), requires_approval (Bool);
+//	                           only when Request.Skill != ""
 //	Channel::"<channel>"       no attributes; only when Request.Channel != ""
 //	Device::"<device>"         no attributes; only when Request.Device != ""
 //

@@ -53,7 +53,12 @@ func (r Request) entities() *requestEntities {
 	}
 	s.add(tool)
 	if r.Skill != "" {
-		s.add(cedar.Entity{UID: r.skillUID(), Attributes: cedar.NewRecord(cedar.RecordMap{"id": cedar.String(r.Skill)})})
+		s.add(cedar.Entity{UID: r.skillUID(), Attributes: cedar.NewRecord(cedar.RecordMap{
+			"id":                cedar.String(r.Skill),
+			"version":           cedar.String(r.SkillVersion),
+			"publisher":         cedar.String(r.SkillPublisher),
+			"requires_approval": cedar.Boolean(r.SkillRequiresApproval),
+		})})
 	}
 	if r.Channel != "" {
 		s.add(cedar.Entity{UID: cedar.NewEntityUID(channelType, cedar.String(r.Channel))})

@@ -22,9 +22,14 @@ type Request struct {
 	Principal string // e.g. "alice"
 	Tool      string // e.g. "echo", "process.run", "acme.hello"
 	Skill     string // "" when the tool is not a skill
-	Channel   string // "" when unknown
-	Device    string // "" when unknown
-	Session   string // "" when unknown; always the caller's claim
+	// SkillVersion, SkillPublisher and SkillRequiresApproval describe the
+	// installed skill (attributes of its Skill entity).
+	SkillVersion          string
+	SkillPublisher        string
+	SkillRequiresApproval bool
+	Channel               string // "" when unknown
+	Device                string // "" when unknown
+	Session               string // "" when unknown; always the caller's claim
 	// ChannelBound and DeviceBound report that Channel and Device were set
 	// by an administrator for the submitting login role (ledger.principals)
 	// rather than claimed by the caller, who may send any value. Policies

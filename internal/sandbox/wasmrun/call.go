@@ -41,14 +41,15 @@ func (t *Tool) execute(ctx context.Context, deadline time.Time, p *program, e en
 		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errTimeout)
 		defer cancel()
 	}
-	st := &callState{mem: memoryCap{limit: uint64(cfg.MemoryLimitPages) * pageSize},
+	pages := t.memoryPages()
+	st := &callState{mem: memoryCap{limit: uint64(pages) * pageSize},
 		caps: callCaps{granted: t.granted, secrets: cfg.Secrets, storage: cfg.Storage, http: cfg.HTTP, deadline: deadline,
 			meter: t.run.meter, wasi: t.wasi},
 		stdout: limitedBuffer{limit: cfg.OutputLimit}, stderr: limitedBuffer{limit: cfg.StderrLimit}}
 	st.stdin.Reset(input)
 	mem, cc := &st.mem, &st.caps
 	std := stdio{stdin: &st.stdin, stdout: &st.stdout, stderr: &st.stderr}
-	o := outcome{metered: t.run.meter.metered(), memLimit: cfg.MemoryLimitPages, fuelLimit: t.fuel}
+	o := outcome{metered: t.run.meter.metered(), memLimit: pages, fuelLimit: t.fuel}
 	ctx = withCallCaps(ctx, cc)
 
 	mc := t.sealed
@@ -101,6 +102,7 @@ func (t *Tool) execute(ctx context.Context, deadline time.Time, p *program, e en
 		return t.failure(res, cerr, o, std, red)
 	}
 	res.Output = out
+	res.StorageWrites = cc.storageWrites()
 	return res
 }
 

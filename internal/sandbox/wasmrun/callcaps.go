@@ -42,9 +42,63 @@ type callCaps struct {
 
 	mu        sync.Mutex
 	uses      []capabilityUse
-	published int              // bytes of channel messages
-	red       *redact.Redactor // the secrets read; nil until one is
-	values    []string         // the secrets read, for callRedactor.cut
+	published int               // bytes of channel messages
+	red       *redact.Redactor  // the secrets read; nil until one is
+	values    []string          // the secrets read, for callRedactor.cut
+	writes    map[string][]byte // storage_put's, committed with the call's outcome
+	written   int               // bytes of writes' values
+}
+
+// Bounds of a call's pending storage writes, held in memory until the
+// call ends and then by the executor until its outcome is recorded: some
+// 1.1 MiB a call at most (keys of up to MaxStorageKey bytes included), and
+// one completion batch's statement of a bounded size. A put beyond them
+// is refused as one over a value's limit is (-4, capability.used
+// outcome too_large). A key written again counts once, at its latest
+// value's size (after redaction). maxCapabilityUses bounds the puts of a call
+// to the same 256, so today the byte bound is the one a call meets; the
+// key bound stands on its own should that limit grow.
+const (
+	MaxStorageWrites     = 256     // distinct keys
+	MaxStorageWriteBytes = 1 << 20 // their values, in all
+)
+
+// put records a write for the outcome's transaction, or refuses it
+// (capTooLarge) beyond the call's bounds.
+func (cc *callCaps) put(key string, value []byte) int32 {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.writes == nil {
+		cc.writes = map[string][]byte{}
+	}
+	old, exists := cc.writes[key]
+	if !exists && len(cc.writes) >= MaxStorageWrites || cc.written-len(old)+len(value) > MaxStorageWriteBytes {
+		return capTooLarge
+	}
+	cc.written += len(value) - len(old)
+	cc.writes[key] = value
+	return 0
+}
+
+// pending returns the call's own write of key, if it made one.
+func (cc *callCaps) pending(key string) ([]byte, bool) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	v, ok := cc.writes[key]
+	return v, ok
+}
+
+// storageWrites are the call's writes, the last of each key, in key
+// order (so that the executor's upserts lock rows in one order).
+func (cc *callCaps) storageWrites() []executor.StorageWrite {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	out := make([]executor.StorageWrite, 0, len(cc.writes))
+	for k, v := range cc.writes {
+		out = append(out, executor.StorageWrite{Key: k, Value: v})
+	}
+	slices.SortFunc(out, func(a, b executor.StorageWrite) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }
 
 // capabilityUse is one use of a capability: a capability.used event and,

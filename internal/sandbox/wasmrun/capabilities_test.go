@@ -286,14 +286,23 @@ func TestStorage(t *testing.T) {
 	store := &MemoryStorage{}
 	cfg := Config{Policy: c, Storage: store,
 		Secrets: EnvSecrets{LookupEnv: func(string) (string, bool) { return testSecret, true }}}
-	for _, e := range []string{"put", "get", "get_missing", "put_nul", "put_ungranted", "with_secret"} {
+	for _, e := range []string{"put", "get", "get_missing", "put_nul", "put_ungranted", "with_secret", "put_get", "put_trap", "put_loop"} {
 		m := module(t, tool(e), wasm)
 		m.Entrypoint, m.Capabilities = e, c
 		cfg.Modules = append(cfg.Modules, m)
 	}
+	cfg.FuelLimit = 1_000_000
 	h := host(t, cfg)
-	if h.Tool(tool("put")).SafeToRepeat() {
-		t.Error("a tool granted storage is SafeToRepeat")
+	if !h.Tool(tool("put")).SafeToRepeat() {
+		t.Error("a tool granted storage is not SafeToRepeat, though its writes commit only with its outcome")
+	}
+	// commit applies a result's writes as the executor's completion does.
+	commit := func(res executor.Result) {
+		for _, w := range res.StorageWrites {
+			if err := store.Put(context.Background(), w.Key, w.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 
 	wantOutput(t, run(t, h, tool("get_missing"), `{}`), `{"result": -2}`)
@@ -303,18 +312,39 @@ func TestStorage(t *testing.T) {
 	if want := `[{"Type":"capability.used","Payload":{"class":"storage","handle":30000,"key":"acme/k","name":"acme/","outcome":"ok"}}]`; string(b) != want {
 		t.Errorf("events %s, want %s", b, want)
 	}
-	if v, ok, _ := store.Get(context.Background(), "acme/k"); !ok || string(v) != "v1" {
-		t.Errorf("stored %q %v", v, ok)
+	if v, ok, _ := store.Get(context.Background(), "acme/k"); ok {
+		t.Errorf("a put reached the store before the call's outcome: %q", v)
 	}
+	if w := res.StorageWrites; len(w) != 1 || w[0].Key != "acme/k" || string(w[0].Value) != "v1" {
+		t.Errorf("StorageWrites %+v", w)
+	}
+	wantOutput(t, run(t, h, tool("get"), `{}`), `{"result": -2}`)
+	// Before the write is committed, only the call that made it sees it.
+	res = run(t, h, tool("put_get"), `{}`)
+	wantOutput(t, res, `{"result": 2}`)
+	if len(res.StorageWrites) != 1 {
+		t.Errorf("put_get's writes %+v", res.StorageWrites)
+	}
+	if got := res.Events[1].Payload.(map[string]any); got["outcome"] != "ok" || got["key"] != "acme/k" {
+		t.Errorf("put_get's get: %v", got)
+	}
+	commit(res)
 	wantOutput(t, run(t, h, tool("get"), `{}`), `{"result": 2}`)
+	for e, kind := range map[string]string{"put_trap": kindRuntimeFailure, "put_loop": kindQuotaExceeded} {
+		res := run(t, h, tool(e), `{}`)
+		wantKind(t, res, kind)
+		if len(res.StorageWrites) != 0 {
+			t.Errorf("%s: writes %+v: a failed call's writes must be dropped", e, res.StorageWrites)
+		}
+	}
 	wantOutput(t, run(t, h, tool("put_nul"), `{}`), `{"result": -7}`)
 	wantOutput(t, run(t, h, tool("put_ungranted"), `{}`), `{"result": -1}`)
 
 	res = run(t, h, tool("with_secret"), `{}`)
 	wantOutput(t, res, `{"result": 0}`)
 	noSecret(t, res)
-	if v, _, _ := store.Get(context.Background(), "acme/s"); strings.Contains(string(v), testSecret) {
-		t.Errorf("stored the secret: %q", v)
+	if w := res.StorageWrites; len(w) != 1 || w[0].Key != "acme/s" || strings.Contains(string(w[0].Value), testSecret) {
+		t.Errorf("with_secret's writes: %q", w)
 	}
 }
 

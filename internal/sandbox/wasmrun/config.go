@@ -116,9 +116,11 @@ type Module struct {
 	// Env is the WASI environment (from the skill's manifest); none by
 	// default.
 	Env map[string]string
-	// FuelLimit and Timeout override Config's when not zero.
-	FuelLimit int64
-	Timeout   time.Duration
+	// FuelLimit, Timeout and MemoryLimitPages override Config's when not
+	// zero (an installed skill's quotas, already within Config's).
+	FuelLimit        int64
+	Timeout          time.Duration
+	MemoryLimitPages uint32
 	// Capabilities are what the skill's manifest asks for; calls are
 	// granted those Config.Policy allows too.
 	Capabilities Capabilities

@@ -72,7 +72,13 @@
 //     at most 512 bytes with the prefix; -7 otherwise; -2 when it has no
 //     value); storage_put(handle, key, key_len, val, val_len) -> 0 sets
 //     it (at most 64 KiB; a secret the call has read is stored
-//     redacted). Config.Storage is the store: PGStorage (ledger.skill_storage) in serve, MemoryStorage in tests.
+//     redacted) for the call, whose later storage_get sees it, and for
+//     everyone once the call has succeeded: the call's writes are its
+//     result's StorageWrites, which the executor commits with the
+//     outcome, and a call that fails, traps or times out leaves none (-4
+//     beyond MaxStorageWrites keys or MaxStorageWriteBytes in a call).
+//     Config.Storage is the store reads go to: PGStorage
+//     (ledger.skill_storage) in serve, MemoryStorage in tests.
 //     http_request(handle, req, req_len, buf, cap) -> len sends the
 //     request in the JSON at req, {"method", "url", "headers"?: {name:
 //     value}, "body_base64"?}, and writes the response, {"status",
@@ -109,8 +115,9 @@
 // holds one; stderr cut short by StderrLimit loses what may be the start
 // of one. A storage use's event also has the key (redacted); an http
 // use's has the URL's host as its name, the response's status and the
-// bytes of its body read, never the body. A tool granted storage or http
-// is not SafeToRepeat.
+// bytes of its body read, never the body. A tool granted http is not
+// SafeToRepeat: a request reaches the world at once, while storage writes
+// commit only with the call's outcome.
 //
 // Limits and errors, as in Palyra and as error kinds of the contract:
 //

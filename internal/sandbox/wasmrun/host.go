@@ -83,6 +83,12 @@ func (h *Host) register(ctx context.Context, m Module) (*Tool, error) {
 	if hex.EncodeToString(got[:]) != m.SHA256 {
 		return nil, fmt.Errorf("%s has sha256 %x, not the pinned %s", m.Path, got, m.SHA256)
 	}
+	return h.build(ctx, m, wasm)
+}
+
+// build compiles wasm, whose digest is m.SHA256, into m's tool, in a
+// runtime of its own.
+func (h *Host) build(ctx context.Context, m Module, wasm []byte) (*Tool, error) {
 	r, err := newRunner(ctx, &h.cfg, h.meter, h.cache)
 	if err != nil {
 		return nil, err

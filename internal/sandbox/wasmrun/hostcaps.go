@@ -222,7 +222,11 @@ func storageGet(ctx context.Context, m api.Module, handle, key, keyLen, buf, cap
 	if r == 0 {
 		ctx, cancel := cc.bound(ctx)
 		defer cancel()
-		v, ok, err := cc.storage.Get(ctx, full)
+		v, ok := cc.pending(full) // the call reads its own writes first
+		var err error
+		if !ok {
+			v, ok, err = cc.storage.Get(ctx, full)
+		}
 		switch {
 		case err != nil:
 			r = capUnavailable
@@ -240,8 +244,11 @@ func storageGet(ctx context.Context, m api.Module, handle, key, keyLen, buf, cap
 }
 
 // storagePut is storage_put(handle, key, key_len, val, val_len) -> i32:
-// 0 once the val_len bytes at val are the value of the granted prefix
-// followed by the key, or a negative error. Secrets the call read are
+// 0 once the val_len bytes at val are to be the value of the granted
+// prefix followed by the key, or a negative error (-4 beyond the call's
+// MaxStorageWrites keys or MaxStorageWriteBytes). The write is the call's
+// until it ends: it commits with the call's outcome, only if the call
+// succeeds (executor.Result.StorageWrites). Secrets the call read are
 // stored redacted. It is charged key_len and val_len.
 func storagePut(ctx context.Context, m api.Module, handle, key, keyLen, val, valLen uint32) int32 {
 	cc, refused := callerCaps(ctx, m, uint64(keyLen)+uint64(valLen))
@@ -250,16 +257,14 @@ func storagePut(ctx context.Context, m api.Module, handle, key, keyLen, val, val
 	}
 	prefix, full, r := storageKey(cc, m, handle, key, keyLen)
 	if r == 0 {
-		ctx, cancel := cc.bound(ctx)
-		defer cancel()
 		v, ok := m.Memory().Read(val, valLen)
 		switch {
 		case valLen > MaxStorageValue:
 			r = capTooLarge
 		case !ok:
 			r = capMemory
-		case cc.storage.Put(ctx, full, cc.scrub(bytes.Clone(v))) != nil:
-			r = capUnavailable
+		default:
+			r = cc.put(full, cc.scrub(bytes.Clone(v)))
 		}
 	}
 	cc.record(capabilityUse{class: classStorage, handle: int32(handle), name: prefix, key: full, outcome: outcomeOf(r)})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -129,6 +130,11 @@ type program struct {
 	exports    map[string]api.FunctionDefinition
 	hosts      []string // host modules it imports from
 	wasi       bool     // hosts holds WASI: the call gets its streams, clocks and randomness
+
+	// instrumentTime is how long bounding tables and fuel instrumentation
+	// took; compileTime, validating and compiling the result (wazero does
+	// both in CompileModule).
+	instrumentTime, compileTime time.Duration
 }
 
 // compile checks, bounds and instruments a module, each instance to start
@@ -141,6 +147,7 @@ func (r *runner) compile(ctx context.Context, wasm []byte, digest string, fuel i
 	if len(wasm) > r.cfg.MaxModuleBytes {
 		return nil, refuse(kindInvalidInput, "module is %d bytes; the limit is %d", len(wasm), r.cfg.MaxModuleBytes)
 	}
+	began := time.Now()
 	bounded, err := boundTables(wasm, r.cfg.TableLimit)
 	if err != nil {
 		if isTableLimit(err) {
@@ -152,13 +159,14 @@ func (r *runner) compile(ctx context.Context, wasm []byte, digest string, fuel i
 	if err != nil {
 		return nil, refuse(kindInvalidInput, "instrumenting the module for fuel: %v", err)
 	}
+	instrumented := time.Now()
 	r.compiles.Add(1)
 	compiled, err := r.rt.CompileModule(ctx, inst)
 	if err != nil {
 		return nil, refuse(kindInvalidInput, "compiling the module: %v", err)
 	}
 	p := &program{compiled: compiled, digest: digest, instDigest: sha256Digest(inst), size: len(wasm),
-		exports: compiled.ExportedFunctions()}
+		exports: compiled.ExportedFunctions(), instrumentTime: instrumented.Sub(began), compileTime: time.Since(instrumented)}
 	if p.hosts, err = r.checkImports(compiled, inst); err == nil {
 		p.wasi = slices.Contains(p.hosts, wasi_snapshot_preview1.ModuleName)
 		err = r.checkMemory(inst)

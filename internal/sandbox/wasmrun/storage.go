@@ -5,14 +5,17 @@ import (
 	"sync"
 )
 
-// Storage is the key-value store skills reach through granted storage
-// prefixes (Config.Storage): a call granted prefix P reads and writes the
-// keys P+K. PGStorage keeps them in ledger.skill_storage; MemoryStorage serves tests.
+// Storage is where skills' storage_get reads, through granted storage
+// prefixes (Config.Storage): a call granted prefix P reads the keys P+K.
+// It has no Put: a call's storage_put is held by the call (callCaps.put),
+// read back by its own storage_get, and returned as
+// executor.Result.StorageWrites when it succeeds; the executor writes
+// them in the transaction that records the outcome, so that a call that
+// fails leaves nothing. PGStorage reads ledger.skill_storage;
+// MemoryStorage serves tests.
 type Storage interface {
 	// Get returns key's value, or ok false when it has none.
 	Get(ctx context.Context, key string) (value []byte, ok bool, err error)
-	// Put sets key's value.
-	Put(ctx context.Context, key string, value []byte) error
 }
 
 // Limits of storage keys (prefix included) and values, in bytes.
@@ -38,7 +41,8 @@ func (s *MemoryStorage) Get(_ context.Context, key string) ([]byte, bool, error)
 	return append([]byte(nil), v...), ok, nil
 }
 
-// Put stores a copy of value.
+// Put stores a copy of value: how a test seeds the store, or applies a
+// call's StorageWrites as the executor would.
 func (s *MemoryStorage) Put(_ context.Context, key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

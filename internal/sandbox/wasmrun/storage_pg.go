@@ -10,17 +10,15 @@ import (
 	"github.com/execledger/execledger/ledger"
 )
 
-// Queries of ledger.skill_storage (migrations/005_skill_storage.sql).
-const (
-	storageGetSQL = `SELECT value FROM ledger.skill_storage WHERE key = $1`
-	storagePutSQL = `INSERT INTO ledger.skill_storage (key, value) VALUES ($1, $2)
-ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = clock_timestamp()`
-)
+// storageGetSQL reads ledger.skill_storage (migrations/005_skill_storage.sql).
+const storageGetSQL = `SELECT value FROM ledger.skill_storage WHERE key = $1`
 
 // PGStorage is the Storage of a running executor: ledger.skill_storage,
 // one row per key (the granted prefix included), reached through Pool as
-// a login role holding ledger_executor. Each Put commits on its own: a
-// value a call stores stays even when the call then fails.
+// a login role holding ledger_executor. It only reads: what a call puts
+// is returned in its result (executor.Result.StorageWrites) and written by
+// the executor in the transaction that records the call's outcome, so a
+// call that fails leaves nothing, and the table has one writer.
 type PGStorage struct {
 	Pool ledger.DBTX
 }
@@ -38,15 +36,4 @@ func (s PGStorage) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("wasmrun: storage get: %w", err)
 	}
 	return v, true, nil
-}
-
-// Put sets key's value.
-func (s PGStorage) Put(ctx context.Context, key string, value []byte) error {
-	if value == nil {
-		value = []byte{} // the column is NOT NULL; nil is the empty value
-	}
-	if _, err := s.Pool.Exec(ctx, storagePutSQL, key, value); err != nil {
-		return fmt.Errorf("wasmrun: storage put: %w", err)
-	}
-	return nil
 }

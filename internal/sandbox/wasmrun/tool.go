@@ -50,14 +50,14 @@ func (t *Tool) Executor() string { return "sandbox_tier_a" }
 // Tier is "A".
 func (t *Tool) Tier() string { return "A" }
 
-// SafeToRepeat is true unless the tool is granted storage prefixes or
-// http hosts: a module sees nothing of the host but its input, a
-// deterministic clock, a seeded random source and the secrets it is
-// granted, and what it publishes on channels is recorded with its
-// result, so running a call twice does no harm. Storage writes at once,
-// so a second run would see the first's writes.
+// SafeToRepeat is true unless the tool is granted http hosts: a module
+// sees nothing of the host but its input, a deterministic clock, a seeded
+// random source, the secrets it is granted and the storage as it was, and
+// what it publishes on channels and writes to storage is recorded with
+// its result, in the outcome's transaction, so running a call twice does
+// no harm. An http request reaches the world at once.
 func (t *Tool) SafeToRepeat() bool {
-	return len(t.granted.StoragePrefixes) == 0 && len(t.granted.HTTPHosts) == 0
+	return len(t.granted.HTTPHosts) == 0
 }
 
 // Engine is the wazero engine the tool's runtime uses: "compiler" or
@@ -163,7 +163,7 @@ func (t *Tool) baseEnforcement() map[string]any {
 	}
 	enf := map[string]any{
 		"engine":             t.run.engine,
-		"memory_limit_pages": cfg.MemoryLimitPages,
+		"memory_limit_pages": t.memoryPages(),
 		"table_limit":        cfg.TableLimit,
 		"max_instances":      cfg.MaxInstances,
 		"max_module_bytes":   cfg.MaxModuleBytes,

@@ -1,0 +1,93 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/execledger/execledger/internal/attest"
+)
+
+// Skills finds the installed skills that serve tools no registered tool
+// does, and checks that each may run, in the claim's transaction: the
+// check and the claim see the same committed state, so a skill disabled
+// or a key revoked before a claim commits stops that call. The
+// implementation (internal/skill/runtime) loads the skill's stored files,
+// hashes them against the installed payload digest and verifies the
+// publisher's signature against the trust store at every claim.
+type Skills interface {
+	// Resolve returns, for each of tools that an installed skill serves,
+	// the tool to run or the reason it may not run. Tools no skill serves
+	// are absent. An error fails the claim (nothing is decided).
+	Resolve(ctx context.Context, tx pgx.Tx, tools []string) (map[string]SkillTool, error)
+}
+
+// SkillTool is a tool of an installed skill as a claim found it.
+type SkillTool struct {
+	// Tool runs the call; nil when Refusal is set.
+	Tool Tool
+	// Skill identifies the artifact; its fields may be partly empty when
+	// the skill was refused before its artifact could be read.
+	Skill attest.Skill
+	// RequiresApproval is the manifest's risk.requires_approval: the call
+	// waits for ledger.approve like a sensitive tool's.
+	RequiresApproval bool
+	// Capabilities are the capability classes the skill is granted
+	// (network, secrets_read, storage, channel), for Cedar's context.
+	Capabilities []string
+	// Refusal, when set, says why the skill may not run; the request is
+	// denied with error_kind skill_not_active.
+	Refusal string
+}
+
+// resolveSkills gives the jobs whose tool no registered tool serves
+// their skill tool, if an installed skill serves it.
+func (e *Executor) resolveSkills(ctx context.Context, tx pgx.Tx, jobs []*job) error {
+	if e.cfg.Skills == nil {
+		return nil
+	}
+	var tools []string
+	for _, j := range jobs {
+		if j.impl == nil {
+			tools = append(tools, j.tool)
+		}
+	}
+	if len(tools) == 0 {
+		return nil
+	}
+	found, err := e.cfg.Skills.Resolve(ctx, tx, tools)
+	if err != nil {
+		return fmt.Errorf("claim: skills: %w", err)
+	}
+	for _, j := range jobs {
+		if st, ok := found[j.tool]; ok && j.impl == nil {
+			j.skill = &st
+			j.impl = st.Tool
+			e.skillTools.Store(j.tool, struct{}{})
+		}
+	}
+	return nil
+}
+
+// sensitiveJob reports whether j must wait for approval before it runs.
+func (e *Executor) sensitiveJob(j *job) bool {
+	return e.sensitive[j.tool] || j.skill != nil && j.skill.RequiresApproval
+}
+
+// skillRef is the skill an attestation of j names, nil for other tools.
+func (j *job) skillRef() *attest.Skill {
+	if j == nil || j.skill == nil {
+		return nil
+	}
+	s := j.skill.Skill
+	return &s
+}
+
+// approvalReason says why j waits for approval.
+func approvalReason(j *job) string {
+	if j.skill != nil && j.skill.RequiresApproval {
+		return "the skill's tool is marked requires_approval"
+	}
+	return "tool is marked sensitive"
+}
