@@ -103,6 +103,11 @@ type Process struct {
 	Cgroups  string `toml:"cgroups"`   // auto, required or off: a cgroup v2 leaf per process (tier B) or sandbox (tier C)
 	UIDBase  int    `toml:"uid_base"`  // per-run uids are [uid_base, uid_base+uid_count)
 	UIDCount int    `toml:"uid_count"` //
+	// workspace lifecycle: a run's workspace is deleted once the ledger
+	// shows the run idle this long and no process holds it; "0" keeps
+	// workspaces forever; otherwise longer than max_background_lifetime
+	WorkspaceTTL           Duration `toml:"workspace_ttl"`
+	WorkspaceSweepInterval Duration `toml:"workspace_sweep_interval"` // how often idle workspaces are looked for
 }
 
 // Policy names the Cedar policy files every request is authorized against.
@@ -205,7 +210,8 @@ func Default() Config {
 			RlimitCPUSeconds: 2, RlimitFileSize: 64 << 20, RlimitOpenFiles: 256, RlimitProcesses: 256,
 			EgressPorts: []int{80, 443}, EgressPrivateRanges: []string{},
 			Background: true, MaxBackground: 16, MaxBackgroundPerRun: 4, MaxBackgroundLifetime: Duration{30 * time.Minute},
-			Cgroups: "auto", UIDBase: 200000, UIDCount: 65536},
+			Cgroups: "auto", UIDBase: 200000, UIDCount: 65536,
+			WorkspaceTTL: Duration{2 * time.Hour}, WorkspaceSweepInterval: Duration{5 * time.Minute}},
 		Wasm:   defaultWasm(),
 		Skills: defaultSkills(),
 		Dev:    Dev{DataDir: filepath.Join(".execledger", "pgdata")},
@@ -321,6 +327,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("process_run: output_limit_bytes and max_timeout must be positive, kill_grace, uid and gid not negative"))
 	}
 	errs = append(errs, p.validateLimitsAndEgress()...)
+	errs = append(errs, p.validateWorkspaceTTL()...)
 	if p.MaxBackground < 1 || p.MaxBackgroundPerRun < 1 || p.MaxBackgroundLifetime.Duration <= 0 || p.MaxBackgroundLifetime.Duration > 30*time.Minute {
 		errs = append(errs, errors.New("process_run: max_background and max_background_per_run must be positive, max_background_lifetime between 0 and 30m"))
 	}
@@ -360,6 +367,26 @@ func (p Process) validateLimitsAndEgress() []error {
 		if pr, err := netip.ParsePrefix(r); err != nil || pr.Bits() == 0 {
 			errs = append(errs, fmt.Errorf("process_run.egress_private_ranges: %q is not a CIDR range narrower than /0", r))
 		}
+	}
+	return errs
+}
+
+// validateWorkspaceTTL checks the workspace lifecycle keys of
+// [process_run]. A workspace outlives the longest background process of
+// its run: the sweep checks for running ones anyway, but a TTL shorter
+// than a process may live is a configuration mistake.
+func (p Process) validateWorkspaceTTL() []error {
+	var errs []error
+	ttl := p.WorkspaceTTL.Duration
+	switch {
+	case ttl < 0:
+		errs = append(errs, fmt.Errorf("process_run.workspace_ttl: %s is negative; use 0 to keep workspaces forever", p.WorkspaceTTL))
+	case ttl > 0 && ttl <= p.MaxBackgroundLifetime.Duration:
+		errs = append(errs, fmt.Errorf("process_run.workspace_ttl: %s must be longer than process_run.max_background_lifetime (%s), or 0 to keep workspaces forever",
+			p.WorkspaceTTL, p.MaxBackgroundLifetime))
+	}
+	if p.WorkspaceSweepInterval.Duration <= 0 {
+		errs = append(errs, errors.New("process_run.workspace_sweep_interval: must be positive"))
 	}
 	return errs
 }

@@ -121,3 +121,42 @@ func TestExampleFileIsCurrent(t *testing.T) {
 		t.Fatalf("testdata/execledger.toml differs from the defaults:\n file: %+v\n default: %+v", cfg, def)
 	}
 }
+
+// TestWorkspaceTTL: the workspace TTL is on by default, may be 0 (off),
+// and is otherwise refused unless longer than max_background_lifetime,
+// with an error naming both keys.
+func TestWorkspaceTTL(t *testing.T) {
+	def := Default().Process
+	if def.WorkspaceTTL.Duration != 2*time.Hour || def.WorkspaceSweepInterval.Duration != 5*time.Minute {
+		t.Fatalf("defaults: workspace_ttl %s, workspace_sweep_interval %s", def.WorkspaceTTL, def.WorkspaceSweepInterval)
+	}
+	for name, tc := range map[string]struct {
+		env  []string
+		want string // "" accepted
+	}{
+		"off":                    {env: []string{"EXECLEDGER_PROCESS_RUN_WORKSPACE_TTL=0"}},
+		"just past the lifetime": {env: []string{"EXECLEDGER_PROCESS_RUN_WORKSPACE_TTL=30m1s"}},
+		"short lifetime, short ttl": {env: []string{"EXECLEDGER_PROCESS_RUN_MAX_BACKGROUND_LIFETIME=1m",
+			"EXECLEDGER_PROCESS_RUN_WORKSPACE_TTL=2m"}},
+		"equal to the lifetime": {env: []string{"EXECLEDGER_PROCESS_RUN_WORKSPACE_TTL=30m"},
+			want: "process_run.workspace_ttl: 30m0s must be longer than process_run.max_background_lifetime (30m0s)"},
+		"below the lifetime": {env: []string{"EXECLEDGER_PROCESS_RUN_MAX_BACKGROUND_LIFETIME=10m", "EXECLEDGER_PROCESS_RUN_WORKSPACE_TTL=5m"},
+			want: "process_run.workspace_ttl: 5m0s must be longer than process_run.max_background_lifetime (10m0s)"},
+		"negative":       {env: []string{"EXECLEDGER_PROCESS_RUN_WORKSPACE_TTL=-1h"}, want: "process_run.workspace_ttl: -1h0m0s is negative"},
+		"zero interval":  {env: []string{"EXECLEDGER_PROCESS_RUN_WORKSPACE_SWEEP_INTERVAL=0"}, want: "process_run.workspace_sweep_interval"},
+		"not a duration": {env: []string{"EXECLEDGER_PROCESS_RUN_WORKSPACE_TTL=off"}, want: "EXECLEDGER_PROCESS_RUN_WORKSPACE_TTL"},
+	} {
+		cfg, err := Load("", tc.env)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want it to mention %q (workspace_ttl %s)", name, err, tc.want, cfg.Process.WorkspaceTTL)
+		}
+	}
+	p := writeFile(t, "[process_run]\nworkspace_ttl = \"3h\"\nworkspace_sweep_interval = \"1m\"\n")
+	cfg, err := Load(p, nil)
+	if err != nil || cfg.Process.WorkspaceTTL.Duration != 3*time.Hour || cfg.Process.WorkspaceSweepInterval.Duration != time.Minute {
+		t.Fatalf("from a file: %+v, %v", cfg.Process, err)
+	}
+}
