@@ -713,7 +713,7 @@ BEGIN
     END IF;
 
     -- The queue row is the lock that orders cancel against claim and completion.
-    SELECT q.state, q.cancel_requested, q.stream_version INTO v_q FROM ledger.queue q WHERE q.id = request_id FOR UPDATE;
+    SELECT q.state, q.cancel_requested, q.stream_version, q.trace_id, q.trace_span_id INTO v_q FROM ledger.queue q WHERE q.id = request_id FOR UPDATE;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -729,8 +729,8 @@ BEGIN
     INSERT INTO ledger.events (stream, version, type, payload, metadata)
     VALUES ('request:' || request_id, v_q.stream_version + 1, 'request.cancelled',
             json_build_object('request_id', request_id, 'reason', reason, 'previous_state', v_q.state),
-            json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
-                              'correlation_id', request_id))
+            ledger.with_trace(json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
+                              'correlation_id', request_id), v_q.trace_id, v_q.trace_span_id))
     RETURNING "position" INTO v_pos;
     DELETE FROM ledger.queue WHERE id = request_id;
     PERFORM ledger.apply_requests(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
@@ -785,7 +785,8 @@ BEGIN
         SELECT 'request:' || c.id, c.stream_version, 'request.claimed',
                json_build_object('request_id', c.id, 'executor', executor, 'claim_id', c.claim_id,
                                  'attempt', c.attempt, 'lease_expires_at', c.lease_expires_at),
-               json_build_object('actor', executor, 'login_role', session_user, 'correlation_id', c.id)
+               ledger.with_trace(json_build_object('actor', executor, 'login_role', session_user, 'correlation_id', c.id),
+                                 c.trace_id, c.trace_span_id)
         FROM claimed c
     )
     SELECT c.id, c.claim_id, c.attempt, c.stream_version, r.principal, r.tool, r.run_id,
@@ -871,7 +872,7 @@ BEGIN
         RAISE EXCEPTION '%: request % has input %, not the % that was approved', v_op, p_request_id, v_digest, p_digest
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT q.state, q.stream_version, q.approved_digest INTO v_q FROM ledger.queue q WHERE q.id = p_request_id FOR UPDATE;
+    SELECT q.state, q.stream_version, q.approved_digest, q.trace_id, q.trace_span_id INTO v_q FROM ledger.queue q WHERE q.id = p_request_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION '%: request % has already ended (%)', v_op, p_request_id, v_req.state
             USING ERRCODE = 'object_not_in_prerequisite_state';
@@ -893,7 +894,8 @@ BEGIN
                               'input_digest', v_digest, 'reason', CASE WHEN p_grant THEN 'approved' ELSE 'denied_by_approver' END,
                               'previous_state', v_q.state,
                               'error', CASE WHEN NOT p_grant THEN 'approval denied by ' || v_principal || coalesce(': ' || p_note, '') END),
-            json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id))
+            ledger.with_trace(json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id),
+                              v_q.trace_id, v_q.trace_span_id))
     RETURNING "position" INTO v_pos;
     PERFORM ledger.apply_requests(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
     IF p_grant THEN
@@ -2951,6 +2953,8 @@ DECLARE
     v_meta      text;
     v_bad       text;
     v_pos       bigint;
+    v_trace     text;
+    v_span      text;
 BEGIN
     SELECT p.principal, p.channel, p.device INTO v_principal, v_channel, v_device
     FROM ledger.principals p WHERE p.login_role = session_user;
@@ -2993,15 +2997,40 @@ BEGIN
     END IF;
     IF context <> '{}' THEN
         SELECT k INTO v_bad FROM jsonb_object_keys(context) AS k
-        WHERE k NOT IN ('device', 'channel', 'session') LIMIT 1;
+        WHERE k NOT IN ('device', 'channel', 'session', 'traceparent', 'tracestate') LIMIT 1;
         IF FOUND THEN
-            RAISE EXCEPTION 'ledger.submit: context key "%" is not one of device, channel, session', v_bad
+            RAISE EXCEPTION 'ledger.submit: context key "%" is not one of device, channel, session, traceparent, tracestate', v_bad
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         SELECT k INTO v_bad FROM jsonb_each(context) AS c(k, v)
-        WHERE jsonb_typeof(c.v) <> 'string' OR octet_length(c.v #>> '{}') NOT BETWEEN 1 AND 256 LIMIT 1;
+        WHERE jsonb_typeof(c.v) <> 'string'
+           OR octet_length(c.v #>> '{}') NOT BETWEEN 1 AND CASE WHEN c.k = 'tracestate' THEN 512 ELSE 256 END LIMIT 1;
         IF FOUND THEN
-            RAISE EXCEPTION 'ledger.submit: context.% must be a string of 1 to 256 bytes', v_bad
+            RAISE EXCEPTION 'ledger.submit: context.% must be a string of 1 to % bytes', v_bad,
+                CASE WHEN v_bad = 'tracestate' THEN 512 ELSE 256 END
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        -- W3C Trace Context: the submitter's span. Version 00 exactly;
+        -- a later version's first four fields (the spec's forward rule);
+        -- never version ff, an all-zero trace id or an all-zero parent id.
+        IF context ? 'traceparent' THEN
+            IF context ->> 'traceparent' !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-[ -~]*)?$'
+               OR left(context ->> 'traceparent', 2) = 'ff'
+               OR (left(context ->> 'traceparent', 2) = '00' AND octet_length(context ->> 'traceparent') <> 55)
+               OR substr(context ->> 'traceparent', 4, 32) = repeat('0', 32)
+               OR substr(context ->> 'traceparent', 37, 16) = repeat('0', 16) THEN
+                RAISE EXCEPTION 'ledger.submit: context.traceparent % is not a W3C traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lower case, ids not all zero)',
+                    quote_literal(left(context ->> 'traceparent', 80))
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            v_trace := substr(context ->> 'traceparent', 4, 32);
+            v_span := substr(context ->> 'traceparent', 37, 16);
+        ELSIF context ? 'tracestate' THEN
+            RAISE EXCEPTION 'ledger.submit: context.tracestate needs a context.traceparent'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF context ->> 'tracestate' ~ '[^ -~]' THEN
+            RAISE EXCEPTION 'ledger.submit: context.tracestate must be printable ASCII (W3C tracestate)'
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END IF;
@@ -3059,16 +3088,16 @@ BEGIN
         'input_digest', 'sha256:' || encode(v_digest, 'hex'),
         'context', context,
         'context_bound', to_json(v_bound))::text;
-    v_meta := json_build_object(
+    v_meta := ledger.with_trace(json_build_object(
         'actor', v_principal,
         'login_role', session_user,
-        'correlation_id', v_id)::text;
+        'correlation_id', v_id), v_trace, v_span)::text;
     INSERT INTO ledger.events (stream, version, type, payload, metadata)
     VALUES ('request:' || v_id, 1, 'tool.requested', v_payload::json, v_meta::json)
     RETURNING "position" INTO v_pos;
     PERFORM ledger.apply_requests(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
 
-    INSERT INTO ledger.queue (id) VALUES (v_id);
+    INSERT INTO ledger.queue (id, trace_id, trace_span_id) VALUES (v_id, v_trace, v_span);
 
     PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
     IF FOUND THEN
@@ -3187,6 +3216,18 @@ CREATE FUNCTION ledger.uuid_v7() RETURNS uuid
                     pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)), 3),
                 1, 6),
             52, 1), 53, 1), 'hex')::pg_catalog.uuid
+$$;
+
+
+--
+-- Name: with_trace(json, text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.with_trace(meta json, trace_id text, span_id text) RETURNS json
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN trace_id IS NULL THEN meta
+                ELSE (meta::jsonb || jsonb_build_object('trace_id', trace_id, 'span_id', span_id))::json END
 $$;
 
 
@@ -3547,6 +3588,8 @@ CREATE TABLE ledger.queue (
     approval_expires_at timestamp with time zone,
     charged boolean DEFAULT false NOT NULL,
     claimed_role name,
+    trace_id text,
+    trace_span_id text,
     CONSTRAINT queue_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'awaiting_approval'::text, 'running'::text])))
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='500', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='1000', autovacuum_analyze_scale_factor='0', autovacuum_analyze_threshold='1000', autovacuum_vacuum_cost_delay='0');
@@ -5188,6 +5231,13 @@ REVOKE ALL ON FUNCTION ledger.usage_refusal(p_type text, p_payload text) FROM PU
 --
 
 REVOKE ALL ON FUNCTION ledger.uuid_v7() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION with_trace(meta json, trace_id text, span_id text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.with_trace(meta json, trace_id text, span_id text) FROM PUBLIC;
 
 
 --

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/ledger"
@@ -36,6 +37,8 @@ type attestationInput struct {
 	result      Result
 	approvalRef string
 	skill       *attest.Skill // the skill artifact, for skill tools
+	// trace is the span the attestation.signed event is written in.
+	trace trace.SpanContext
 }
 
 // sign builds and signs the statement for in and the event that records it.
@@ -82,6 +85,6 @@ func (e *Executor) sign(ctx context.Context, in attestationInput) (attestation, 
 			"key_id":             e.signer.KeyID(),
 			"envelope":           string(envJSON),
 		},
-		Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: in.requestID.String()},
+		Metadata: traceMeta(ledger.Metadata{Actor: e.cfg.Label, CorrelationID: in.requestID.String()}, in.trace),
 	}}, nil
 }

@@ -18,7 +18,8 @@ import (
 // the claim, every decision, the budget each allowed call consumes and the
 // denials' outcomes commit together or not at all. Allowed calls start
 // once it has committed. It returns how many requests it claimed.
-func (e *Executor) claim(ctx context.Context, n int) (int, error) {
+func (e *Executor) claim(ctx context.Context, n int) (_ int, err error) {
+	began := time.Now()
 	tx, err := e.pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("begin claim: %w", err)
@@ -28,6 +29,15 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 	if err != nil || len(jobs) == 0 {
 		return 0, err
 	}
+	// The claim query itself is not traced: most polls claim nothing, and
+	// a trace per empty poll would bury the requests' traces.
+	ctx, batchSpan, claimSpans := e.traceClaimed(ctx, jobs, began)
+	running, ended := map[*job]bool{}, false
+	defer func() {
+		if !ended {
+			endClaim(jobs, batchSpan, claimSpans, err, running)
+		}
+	}()
 	if err := e.resolveSkills(ctx, tx, jobs); err != nil {
 		return 0, err
 	}
@@ -44,6 +54,7 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 		deniedSubmitted []time.Time
 	)
 	for _, j := range jobs {
+		endAuthorize := e.traceAuthorize(j)
 		g := e.authorize(j, budgets)
 		j.decision = g.decision
 		sa := ledger.StreamAppend{Stream: j.stream(), Expected: j.version}
@@ -54,7 +65,7 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 			res := failure(g.errorKind, g.message)
 			a, err := e.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 				runID: j.runID, inputDigest: j.inputDigest, executor: "policy", decision: "deny", reason: g.decision.ReasonCode,
-				started: now, finished: now, result: res, skill: j.skillRef()})
+				started: now, finished: now, result: res, skill: j.skillRef(), trace: j.trace.sc})
 			if err != nil {
 				return 0, err
 			}
@@ -78,6 +89,7 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 				}, Metadata: e.meta(j)})
 				j.next()
 			}
+			endAuthorize(g) // execution.started is the claim's
 			sa.Events = append(sa.Events, ledger.NewEvent{Type: "execution.started", Payload: map[string]any{
 				"request_id": j.id, "attempt": j.attempt, "executor": j.impl.Executor(), "tier": j.impl.Tier(),
 				"timeout_ms": e.cfg.ToolTimeout.Milliseconds(),
@@ -86,6 +98,7 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 			w.transition(j.id, j.claimID, transStart, g.charge)
 			toRun = append(toRun, j)
 		}
+		endAuthorize(g)
 		w.events(j.id, j.claimID, sa)
 	}
 	if err := w.exec(ctx, tx, e.store, e.cfg.ApprovalTimeout); err != nil {
@@ -105,6 +118,11 @@ func (e *Executor) claim(ctx context.Context, n int) (int, error) {
 	for i := range deniedTools {
 		e.metrics.finish(e, deniedTools[i], "denied", deniedKinds[i], deniedSubmitted[i])
 	}
+	for _, j := range toRun {
+		running[j] = true
+	}
+	endClaim(jobs, batchSpan, claimSpans, nil, running)
+	ended = true
 	for _, j := range toRun {
 		e.start(j)
 	}
@@ -141,7 +159,7 @@ func (e *Executor) claimRows(ctx context.Context, tx pgx.Tx, n int) ([]*job, err
 }
 
 func (e *Executor) meta(j *job) ledger.Metadata {
-	return ledger.Metadata{Actor: e.cfg.Label, CorrelationID: j.id.String()}
+	return traceMeta(ledger.Metadata{Actor: e.cfg.Label, CorrelationID: j.id.String()}, j.trace.sc)
 }
 
 // decisionEvent records one pipeline decision.

@@ -68,6 +68,7 @@ func (e *Executor) completeWithRetry(ctx context.Context, batch []outcome) {
 	for _, o := range batch {
 		delete(e.inflight, o.job.id)
 		o.job.cancel(nil)
+		endRequest(o.job, o.result)
 	}
 	e.metrics.setInflight(len(e.inflight))
 	e.mu.Unlock()
@@ -78,8 +79,10 @@ func (e *Executor) completeWithRetry(ctx context.Context, batch []outcome) {
 // the read model, the queue, the NOTIFYs, and the storage writes of those
 // of its calls that succeeded (Result.StorageWrites): an outcome dropped
 // because its claim was lost, or a failure, writes nothing.
-func (e *Executor) complete(ctx context.Context, batch []outcome) error {
+func (e *Executor) complete(ctx context.Context, batch []outcome) (err error) {
 	e.refuseUnstorable(batch)
+	ctx, endTrace := e.traceComplete(ctx, batch)
+	defer func() { endTrace(err) }()
 	tx, err := e.pool.Begin(ctx)
 	if err != nil {
 		return err
@@ -122,7 +125,7 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 		a, err := e.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 			runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
 			decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res,
-			skill: j.skillRef()})
+			skill: j.skillRef(), trace: j.trace.sc})
 		if err != nil {
 			return err
 		}
@@ -138,7 +141,8 @@ func (e *Executor) complete(ctx context.Context, batch []outcome) error {
 		events := make([]ledger.NewEvent, 0, len(res.Events)+3)
 		var others []ledger.StreamAppend
 		for _, ev := range res.Events {
-			ne := ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: e.meta(j)}
+			ne := ledger.NewEvent{Type: ev.Type, Payload: ev.Payload,
+				Metadata: traceMeta(ledger.Metadata{Actor: e.cfg.Label, CorrelationID: j.id.String()}, j.trace.toolSpan())}
 			if ev.Stream != "" {
 				// Events a tool addresses to other streams (channel:<name>)
 				// take their streams' next versions.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config tunes an Executor. Zero values take the defaults of WithDefaults.
@@ -29,6 +31,9 @@ type Config struct {
 	// Skills, when set, serves the tools of installed skills (tier A);
 	// registered tools take precedence over a skill tool of the same id.
 	Skills Skills
+	// TracerProvider, when set, receives a trace per request (trace.go);
+	// nil turns tracing off.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults fills unset fields.

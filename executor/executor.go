@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/policy"
@@ -37,6 +38,7 @@ type Executor struct {
 	sensitive map[string]bool
 	logger    *slog.Logger
 	metrics   *Metrics
+	tracer    trace.Tracer // nil: tracing off (trace.go)
 
 	slots    chan struct{} // one token per running call
 	outcomes chan outcome  // finished calls, to the completer
@@ -79,6 +81,9 @@ func New(pool *pgxpool.Pool, cfg Config, pol *policy.Engine, signer *attest.Sign
 	}
 	for _, s := range cfg.Sensitive {
 		e.sensitive[s] = true
+	}
+	if cfg.TracerProvider != nil {
+		e.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
 	return e, nil
 }

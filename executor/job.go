@@ -35,6 +35,7 @@ type job struct {
 	skill    *SkillTool // set when an installed skill serves the tool
 	decision policy.Decision
 	started  time.Time
+	trace    jobTrace
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc

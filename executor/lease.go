@@ -165,6 +165,14 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil || len(list) == 0 {
 		return 0, err
 	}
+	ids := make([]uuid.UUID, len(list))
+	for i, x := range list {
+		ids[i] = x.id
+	}
+	traces, err := requestTraces(ctx, tx, ids)
+	if err != nil {
+		return 0, err
+	}
 	now := time.Now()
 	var w writes
 	var requeued int
@@ -186,7 +194,8 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 		expired := map[string]any{"request_id": x.id, "claim_id": x.claimID, "executor": by, "started": x.started,
 			"safe_to_repeat": safe, "action": action, "rescued_by": e.cfg.Label}
 		sa := ledger.StreamAppend{Stream: "request:" + x.id.String(), Expected: x.version, Events: []ledger.NewEvent{{
-			Type: "lease.expired", Payload: expired, Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: x.id.String()},
+			Type: "lease.expired", Payload: expired,
+			Metadata: traceMeta(ledger.Metadata{Actor: e.cfg.Label, CorrelationID: x.id.String()}, traces[x.id]),
 		}}}
 		if action == "requeued" {
 			w.events(x.id, x.claimID, sa)
@@ -207,7 +216,7 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 		expired["state"], expired["error_kind"], expired["error"], expired["tier"] = state, res.ErrorKind, res.Error, strp(tier)
 		a, err := e.sign(ctx, attestationInput{requestID: x.id, attempt: x.attempt, tool: x.tool, principal: x.principal, runID: x.runID,
 			inputDigest: x.inputDigest, executor: executor, tier: tier, decision: "allow", reason: "lease.expired",
-			started: now, finished: now, result: res})
+			started: now, finished: now, result: res, trace: traces[x.id]})
 		if err != nil {
 			return 0, err
 		}
@@ -263,13 +272,21 @@ func (e *Executor) expireApprovals(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil || len(list) == 0 {
 		return 0, err
 	}
+	ids := make([]uuid.UUID, len(list))
+	for i, w := range list {
+		ids[i] = w.id
+	}
+	traces, err := requestTraces(ctx, tx, ids)
+	if err != nil {
+		return 0, err
+	}
 	now := time.Now()
 	var wr writes
 	for _, w := range list {
 		res := failure("approval_denied", fmt.Sprintf("no approval within %s", e.cfg.ApprovalTimeout))
 		a, err := e.sign(ctx, attestationInput{requestID: w.id, tool: w.tool, principal: w.principal, runID: w.runID,
 			inputDigest: w.inputDigest, executor: "policy", decision: "deny", reason: "approval.expired",
-			started: now, finished: now, result: res})
+			started: now, finished: now, result: res, trace: traces[w.id]})
 		if err != nil {
 			return 0, err
 		}
@@ -277,7 +294,7 @@ func (e *Executor) expireApprovals(ctx context.Context) (int, error) {
 		wr.events(w.id, uuid.Nil, ledger.StreamAppend{Stream: "request:" + w.id.String(), Expected: w.version, Events: []ledger.NewEvent{
 			{Type: "approval.denied", Payload: map[string]any{"request_id": w.id, "reason": "expired",
 				"timeout_ms": e.cfg.ApprovalTimeout.Milliseconds(), "error": res.Error},
-				Metadata: ledger.Metadata{Actor: e.cfg.Label, CorrelationID: w.id.String()}},
+				Metadata: traceMeta(ledger.Metadata{Actor: e.cfg.Label, CorrelationID: w.id.String()}, traces[w.id])},
 			a.event,
 		}})
 		wr.finish(w.id, uuid.Nil, "denied", res, "")
@@ -321,6 +338,14 @@ func (e *Executor) attestEnded(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil || len(list) == 0 {
 		return 0, err
 	}
+	ids := make([]uuid.UUID, len(list))
+	for i, x := range list {
+		ids[i] = x.id
+	}
+	traces, err := requestTraces(ctx, tx, ids)
+	if err != nil {
+		return 0, err
+	}
 	var w writes
 	for _, x := range list {
 		reason := "request.cancelled"
@@ -329,7 +354,7 @@ func (e *Executor) attestEnded(ctx context.Context) (int, error) {
 		}
 		a, err := e.sign(ctx, attestationInput{requestID: x.id, tool: x.tool, principal: x.principal, runID: x.runID,
 			inputDigest: x.inputDigest, executor: "policy", decision: "deny", reason: reason,
-			started: x.submitted, finished: x.finished, result: failure(x.kind, x.msg)})
+			started: x.submitted, finished: x.finished, result: failure(x.kind, x.msg), trace: traces[x.id]})
 		if err != nil {
 			return 0, err
 		}

@@ -13,7 +13,8 @@ import (
 // sure a slot is free.
 func (e *Executor) start(j *job) {
 	e.slots <- struct{}{}
-	j.ctx, j.cancel = context.WithCancelCause(context.Background())
+	base, endRun := e.runContext(j)
+	j.ctx, j.cancel = context.WithCancelCause(base)
 	j.started = time.Now()
 	e.mu.Lock()
 	e.inflight[j.id] = j
@@ -21,6 +22,7 @@ func (e *Executor) start(j *job) {
 	e.mu.Unlock()
 	go func() {
 		res := e.execute(j)
+		endRun(res)
 		o := outcome{job: j, result: res, finished: time.Now()}
 		j.done.Store(true)
 		// The slot is freed only once the completer has the outcome, so the
@@ -90,6 +92,13 @@ var reservedEvents = map[string]bool{
 	"execution.finished": true, "attestation.signed": true, "request.cancelled": true, "lease.expired": true,
 }
 
+// toolEventTypes are the types ledger.executor_record accepts from a call.
+// Refusing any other here fails that one call; letting it through would
+// fail its whole completion batch in the database, again at every retry.
+var toolEventTypes = map[string]bool{
+	"egress.connection": true, "capability.used": true, "channel.published": true, "channel.message": true,
+}
+
 // checkToolEvents refuses events a tool may not record: a reserved or
 // malformed type, a payload that is not a JSON object, too many.
 func checkToolEvents(evs []Event) error {
@@ -97,7 +106,7 @@ func checkToolEvents(evs []Event) error {
 		return fmt.Errorf("%d events recorded, at most %d allowed", len(evs), maxToolEvents)
 	}
 	for _, ev := range evs {
-		if reservedEvents[ev.Type] || !validEventType(ev.Type) {
+		if reservedEvents[ev.Type] || !validEventType(ev.Type) || !toolEventTypes[ev.Type] {
 			return fmt.Errorf("event type %q may not be recorded by a tool", ev.Type)
 		}
 		if ev.Stream != "" && !validChannelStream(ev.Stream) {

@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ChannelRequestDone is a NOTIFY channel woken, with an empty payload, when
@@ -46,6 +48,12 @@ func (c *Client) Submit(ctx context.Context, p SubmitParams) (uuid.UUID, error) 
 // Submit is Client.Submit inside a transaction (or on a connection) the
 // caller owns: the request commits with the caller's own writes.
 func Submit(ctx context.Context, db DBTX, p SubmitParams) (uuid.UUID, error) {
+	if p.Context.Traceparent == "" && trace.SpanContextFromContext(ctx).IsValid() {
+		// The caller's span, so that the executor continues its trace.
+		c := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, c)
+		p.Context.Traceparent, p.Context.Tracestate = c["traceparent"], c["tracestate"]
+	}
 	input, err := marshalObject(p.Input)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("ledger: submit: %w: %v", ErrInvalidInput, err)

@@ -42,7 +42,12 @@ type Metadata struct {
 	Actor         string `json:"actor,omitempty"`
 	CausationID   string `json:"causation_id,omitempty"`
 	CorrelationID string `json:"correlation_id,omitempty"`
-	TraceID       string `json:"trace_id,omitempty"`
+	// TraceID and SpanID place the event in an OpenTelemetry trace (W3C
+	// ids, lower-case hex): the span it was written in, or, for events
+	// the database writes itself, the span whose traceparent the submitter
+	// passed.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
 
 const hashDomain = "execledger.event.v1"

@@ -83,4 +83,10 @@ type RequestContext struct {
 	Device  string `json:"device,omitempty"`
 	Channel string `json:"channel,omitempty"`
 	Session string `json:"session,omitempty"`
+	// Traceparent and Tracestate are the submitter's span (W3C Trace
+	// Context): the executor continues that trace, and every event of the
+	// request carries its trace id. Submit fills them from the caller's
+	// context when it carries a span and they are empty.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
