@@ -38,8 +38,10 @@ lint: vet
 vet:
 	$(GO) vet $(PKGS)
 
-## bench: the benchmarks of docs/benchmarks.md (minutes; not part of make test)
-bench: deps build
+## bench: the benchmarks of docs/benchmarks.md (minutes; not part of make test); the binary
+## is built with -tags river, the River baseline being linked only then
+bench: deps
+	$(GO) build -tags river -o $(BIN) ./cmd/execledger
 	$(GO) test -run '^$$' -bench . -benchtime 1s -timeout 60m ./ledger/ -rounds 10 | tee bench.out
 	$(GO) run golang.org/x/perf/cmd/benchstat@latest -ignore /round bench.out
 	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system both --mode burndown --n 20000

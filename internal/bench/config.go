@@ -22,6 +22,10 @@ const (
 	SystemBoth       = "both"
 )
 
+// errNoRiver refuses the River systems in a build without River.
+var errNoRiver = errors.New("bench: system river and both need River, which this binary is built without: " +
+	"build it with -tags river (make bench does), or run --system execledger")
+
 // DefaultRiverFetchCooldown is the River FetchCooldown of the baseline.
 const DefaultRiverFetchCooldown = 2 * time.Millisecond
 
@@ -103,6 +107,9 @@ func (c Config) Validate() error {
 	}
 	if c.System != SystemExecledger && c.System != SystemRiver && c.System != SystemBoth {
 		errs = append(errs, fmt.Errorf("bench: system %q: want %s, %s or %s", c.System, SystemExecledger, SystemRiver, SystemBoth))
+	}
+	if !RiverLinked && (c.System == SystemRiver || c.System == SystemBoth) {
+		errs = append(errs, errNoRiver)
 	}
 	if c.N < 1 || c.Submitters < 1 || c.Workers < 1 || c.ClaimBatch < 1 || c.CompleteBatch < 0 {
 		errs = append(errs, errors.New("bench: n, submitters, workers and batch sizes must be positive"))

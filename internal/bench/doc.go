@@ -14,4 +14,8 @@
 // attestation. River runs a no-op worker with River's normal client
 // configuration. Machines are shared and noisy, so the figure that means
 // something is the ratio execledger/river of one run, not either rate alone.
+//
+// River is linked only with the river build tag (go build -tags river), so
+// that the production binary carries none of it; without the tag, Validate
+// refuses the systems river and both.
 package bench

@@ -1,3 +1,5 @@
+//go:build river
+
 package bench
 
 import (
@@ -11,6 +13,10 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 )
+
+// RiverLinked reports whether River is linked into this build: it is
+// only with the river build tag (river_off.go is the build without it).
+const RiverLinked = true
 
 // noopArgs is the River job of the baseline; it carries the same text as
 // the echo requests.

@@ -1,0 +1,15 @@
+//go:build !river
+
+package bench
+
+import "context"
+
+// RiverLinked reports whether River is linked into this build: it is only
+// with the river build tag (river_target.go), so that a binary built
+// without it carries no River code; Config.Validate refuses the River
+// systems here.
+const RiverLinked = false
+
+func newRiverTarget(context.Context, *Database, Config) (target, error) {
+	return nil, errNoRiver
+}
