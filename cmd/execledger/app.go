@@ -3,26 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/internal/config"
-)
-
-// Exit codes. Scripts depend on them; see README "Command line".
-const (
-	exitOK        = 0 // done; with --wait: the request succeeded
-	exitError     = 1 // something failed (database unreachable, bad configuration, ...)
-	exitUsage     = 2 // the command line is wrong
-	exitNotOK     = 3 // with --wait: the request ended failed, denied or cancelled
-	exitTimeout   = 4 // with --wait: the request was not final when the wait ended
-	exitNotFound  = 5 // no such request (or one the caller may not see), no such projection
-	exitNotFailed = 6 // projector retry: the projection is not failed
 )
 
 type stdio struct {
@@ -30,88 +19,110 @@ type stdio struct {
 	out, err io.Writer
 }
 
-// command is one subcommand.
-type command struct {
-	name, args, summary string
-	run                 func(ctx context.Context, e *env, args []string) int
-}
-
-// env is what every command gets: its output streams and the process
-// environment, read only here and in main.
+// env is what every command gets: its output streams, the process
+// environment (read only here and in main), and the flags every command
+// shares.
 type env struct {
 	io      *stdio
 	environ []string
+	// json is --json: output as JSON where the command has it, and a
+	// failure as one JSON object on stderr (printError).
+	json bool
+	// config is --config, the configuration file; default $EXECLEDGER_CONFIG.
+	config string
 }
 
-func commands() []command {
-	return []command{
-		{"dev", "[--config FILE]", "start an embedded PostgreSQL (unless DATABASE_URL is set), migrate it and serve", runDev},
-		{"serve", "[--config FILE]", "run the executor and the operations endpoints against DATABASE_URL", runServe},
-		{"migrate", "[--config FILE] [--status]", "apply the embedded schema migrations to DATABASE_URL", runMigrate},
-		{"submit", "TOOL JSON [--run R] [--key K] [--context JSON] [--wait] [--timeout D] [--json]", "submit a tool request (JSON - reads stdin)", runSubmit},
-		{"status", "ID [--json]", "show a request", runStatus},
-		{"audit", "[--principal P] [--tool T] [--since T] [--until T] [--request ID] [--limit N] [--json]", "read the audit trail: decisions and outcomes the caller may see", runAudit},
-		{"projector", "status|retry|rebuild|verify [ARGS]", "the projections' checkpoints, lag and failures (execledger projector help)", runProjector},
-		{"export", "[--request ID] [--principal P] [--since T] [--until T] [--wait D] --out FILE [--force] [--config FILE]", "write an export bundle of the log, or of some requests, proved against the newest clean published checkpoint", runExport},
-		{"verify", "BUNDLE --log-key K --attest-key K [--witness-key K] [--json] | --db --log-key K --attest-key K [--json] | ATTESTATION.json --attest-key K | --replay ID [--pubkey FILE]", "verify a bundle offline, the live log and read model (--db), one attestation, or run a recorded tier A call again (--replay)", runVerify},
-		{"prove", "ID [--out DIR] [--json] [--config FILE]", "prove each event of a request against the newest published checkpoint (C2SP tlog-proof files)", runProve},
-		{"witness", "--log-key K --key WITNESS_KEY --state FILE [--once] [--interval D] [--config FILE] [--json]", "check that the log's newest checkpoint extends the last one this witness accepted, then cosign it", runWitness},
-		{"skill", "new|package|install|audit|approve|enable|disable|rollback|remove|list|show|trust [ARGS]", "skills: write, package and sign, install and audit, approve (two-person rule), enable and disable (execledger skill help)", runSkill},
-		{"keygen", "[--out FILE] | --note [--name ORIGIN] | --witness --name NAME", "write an Ed25519 key pair (FILE, FILE.pub): attestations' (default), the log's checkpoints' (--note) or a witness's (--witness)", runKeygen},
-		{"bench", "[--mode burndown|continuous] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--no-projector] [--no-sealer] [--river-fetch-cooldown D]", "measure throughput and latency against River on fresh databases", runBench},
-	}
-}
-
+// run runs the command line args and returns the exit code. Commands
+// return an error (fail, exitCode); it is reported here, once.
 func run(ctx context.Context, args []string, io *stdio, environ []string) int {
 	e := &env{io: io, environ: environ}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(io.err)
-		if len(args) == 0 {
-			return exitUsage
-		}
+	root := newRootCmd(e)
+	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return exitOK
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
-		}
-	}
-	fmt.Fprintf(io.err, "execledger: unknown command %q\n\n", args[0])
-	usage(io.err)
-	return exitUsage
+	return printError(io.err, cmd, err, e.json || wantsJSON(args))
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: execledger COMMAND [ARGS]")
-	fmt.Fprintln(w, "\ncommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.args, c.summary)
+// wantsJSON reports whether args ask for --json before a "--", for the
+// errors found before the flags are parsed (an unknown command or flag).
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if v, ok := strings.CutPrefix(a, "--json"); ok && (v == "" || v == "=true" || v == "=1") {
+			return true
+		}
 	}
-	fmt.Fprintln(w, "\nConfiguration: --config FILE (TOML), EXECLEDGER_* variables, DATABASE_URL.")
+	return false
 }
 
-// parseInterleaved parses flags that may stand before, between or after
-// positional arguments, and returns the positionals.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
+// Command groups of the root's help.
+const (
+	groupService = "service"
+	groupClient  = "client"
+	groupAudit   = "audit"
+	groupAdmin   = "admin"
+)
 
-// newFlagSet makes a command's flag set with the shared --config flag.
-func newFlagSet(e *env, name string) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("execledger "+name, flag.ContinueOnError)
-	fs.SetOutput(e.io.err)
-	path := fs.String("config", e.lookup("EXECLEDGER_CONFIG"), "configuration file (TOML)")
-	return fs, path
+// newRootCmd builds the command tree. A command is a cobra.Command whose
+// RunE returns nil, or an error made by fail or exitCode; run prints it.
+func newRootCmd(e *env) *cobra.Command {
+	var version bool
+	root := &cobra.Command{
+		Use:   "execledger",
+		Short: "An event-sourced execution ledger on PostgreSQL",
+		Long: `Execledger records every tool request, authorization decision and outcome as events in
+PostgreSQL, runs the requests in sandboxes, and proves the log with signed checkpoints.
+
+Configuration: a TOML file (--config FILE, or $EXECLEDGER_CONFIG), every key overridable by
+EXECLEDGER_<SECTION>_<KEY> variables, and DATABASE_URL for the database.
+
+Exit codes: 0 done, 1 error, 2 usage, 3 not ok, 4 timeout, 5 not found, 6 not failed
+(docs/cli.md). With --json an error is one JSON object on stderr.`,
+		Example: `  execledger dev
+  execledger submit echo '{"text":"hi"}' --wait
+  execledger help skill install`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if version {
+				return printVersion(e, readVersion())
+			}
+			return groupRun(cmd, args)
+		},
+		SilenceErrors:              true,
+		SilenceUsage:               true,
+		SuggestionsMinimumDistance: 2,
+	}
+	root.SetIn(e.io.in)
+	root.SetOut(e.io.out)
+	root.SetErr(e.io.err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetUsageTemplate(usageTemplate)
+	root.PersistentFlags().BoolVar(&e.json, "json", false, "print an error as one JSON object on stderr (and the output as JSON, where the command has it)")
+	root.Flags().BoolVarP(&version, "version", "v", false, "print the version")
+	root.AddGroup(
+		&cobra.Group{ID: groupService, Title: "Run the service:"},
+		&cobra.Group{ID: groupClient, Title: "Submit and follow requests:"},
+		&cobra.Group{ID: groupAudit, Title: "Audit and prove:"},
+		&cobra.Group{ID: groupAdmin, Title: "Administer:"},
+	)
+	add := func(group string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = group
+			root.AddCommand(c)
+		}
+	}
+	add(groupService, newDevCmd(e), newServeCmd(e), newMigrateCmd(e), newBenchCmd(e))
+	add(groupClient, newSubmitCmd(e), newStatusCmd(e), newRequestsCmd(e), newCancelCmd(e), newApproveCmd(e), newDenyCmd(e))
+	add(groupAudit, newAuditCmd(e), newExportCmd(e), newVerifyCmd(e), newProveCmd(e), newWitnessCmd(e))
+	add(groupAdmin, newProjectorCmd(e), newSkillCmd(e), newKeygenCmd(e))
+	root.AddCommand(newVersionCmd(e))
+	root.SetHelpCommand(newHelpCmd(root))
+	initCompletionCmd(root)
+	return root
 }
 
 func (e *env) lookup(name string) string {
@@ -133,12 +144,6 @@ func (e *env) logger(cfg config.Config) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(e.io.err, opts))
 	}
 	return slog.New(slog.NewTextHandler(e.io.err, opts))
-}
-
-// fail prints err for the user and returns the exit code.
-func (e *env) fail(code int, format string, args ...any) int {
-	fmt.Fprintf(e.io.err, "execledger: "+format+"\n", args...)
-	return code
 }
 
 var errNoDatabase = errors.New("no database: set DATABASE_URL (or database.url in --config)")

@@ -2,26 +2,63 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
+	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/internal/config"
 )
 
-// parseArgs parses a command's flags and wants exactly n positional
-// arguments. When it returns ok false the command returns code: help was
-// asked for, or the usage line was printed.
-func (e *env) parseArgs(fs *flag.FlagSet, args []string, n int, usage string) (pos []string, code int, ok bool) {
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil, exitOK, false
+// noArgs, exactArgs and maxArgs check a command's positional arguments;
+// their errors are usage errors that say what the command wants, as its
+// Use line names them.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fail(exitUsage, "%s takes no arguments; got %s", commandName(cmd), quoteArgs(args))
 	}
-	if err != nil || len(pos) != n {
-		return nil, e.fail(exitUsage, "usage: %s", usage), false
+	return nil
+}
+
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fail(exitUsage, "%s wants %s; got %s", commandName(cmd), argNames(cmd), quoteArgs(args))
+		}
+		return nil
 	}
-	return pos, exitOK, true
+}
+
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return fail(exitUsage, "%s wants at most %s; got %s", commandName(cmd), argNames(cmd), quoteArgs(args))
+		}
+		return nil
+	}
+}
+
+// argNames is the arguments part of cmd's Use: "TOOL JSON".
+func argNames(cmd *cobra.Command) string {
+	var names []string
+	for _, f := range strings.Fields(cmd.Use)[1:] {
+		if !strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "[-") {
+			names = append(names, f)
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+func quoteArgs(args []string) string {
+	if len(args) == 0 {
+		return "no arguments"
+	}
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	return strings.Join(q, " ")
 }
 
 // connect loads the configuration and opens the database pool; the caller

@@ -13,11 +13,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/ledger"
 )
-
-const auditUsage = "execledger audit [--principal P] [--tool T] [--since T] [--until T] [--request ID] [--limit N] [--json]"
 
 // queryAuditTrail reads ledger.audit_trail as the caller's login, so its
 // row security decides what the caller sees. auditWhere's conditions go
@@ -142,39 +141,59 @@ func eachAuditRow(ctx context.Context, db ledger.DBTX, f auditFilter, fn func(au
 	return false, nil
 }
 
-func runAudit(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "audit")
-	principal := fs.String("principal", "", "only this principal's rows")
-	tool := fs.String("tool", "", "only this tool's rows")
-	since := fs.String("since", "", "from this time on: RFC 3339, or a duration before now (90m, 24h, 7d)")
-	until := fs.String("until", "", "before this time: RFC 3339, or a duration before now")
-	request := fs.String("request", "", "only this request's rows (its id)")
-	limit := fs.Int("limit", 1000, "at most N rows, the earliest; 0: no limit")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	if _, code, ok := e.parseArgs(fs, args, 0, auditUsage); !ok {
-		return code
+func newAuditCmd(e *env) *cobra.Command {
+	var principal, tool, since, until, request string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Read the audit trail: the decisions and outcomes the caller may see",
+		Long: `Audit reads ledger.audit_trail in recorded_at, position order, as the login's row security
+shows it: auditors and admins every row, a submitter its own principal's.
+
+--since (inclusive) and --until (exclusive) take an RFC 3339 time or a duration back from now
+(90m, 24h, 7d). It prints the earliest --limit rows, with a note on stderr when more match.`,
+		Example: `  execledger audit --since 24h
+  execledger audit --principal alice --tool echo --limit 0 --json
+  execledger audit --request 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := auditFlags(time.Now(), principal, tool, since, until, request, limit)
+			if err != nil {
+				return fail(exitUsage, "audit: %v", err)
+			}
+			return runAudit(cmd.Context(), e, f)
+		},
 	}
-	f, err := auditFlags(time.Now(), *principal, *tool, *since, *until, *request, *limit)
+	fl := cmd.Flags()
+	fl.StringVar(&principal, "principal", "", "only this principal's rows")
+	fl.StringVar(&tool, "tool", "", "only this tool's rows")
+	fl.StringVar(&since, "since", "", "from this `TIME` on: RFC 3339, or a duration before now (90m, 24h, 7d)")
+	fl.StringVar(&until, "until", "", "before this `TIME`: RFC 3339, or a duration before now")
+	fl.StringVar(&request, "request", "", "only this request's rows (its `ID`)")
+	fl.IntVar(&limit, "limit", 1000, "at most `N` rows, the earliest; 0: no limit")
+	e.jsonFlag(cmd, "print one JSON object per line")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runAudit(ctx context.Context, e *env, f auditFilter) error {
+	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitUsage, "audit: %v", err)
-	}
-	_, pool, err := e.connect(ctx, *cfgPath)
-	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
-	p := newAuditPrinter(e.io.out, *asJSON)
+	p := newAuditPrinter(e.io.out, e.json)
 	more, err := eachAuditRow(ctx, pool, f, p.row)
 	if err == nil {
 		err = p.flush()
 	}
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	if more {
 		fmt.Fprintf(e.io.err, "execledger: audit: the first %d rows; more match (raise --limit, or narrow --since/--until)\n", f.limit)
 	}
-	return exitOK
+	return nil
 }
 
 // auditFlags checks audit's flags and makes its filter; times relative to now.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,118 +11,134 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/execledger/execledger/internal/bench"
 )
 
-const benchUsage = "usage: execledger bench [--mode continuous|burndown] [--system execledger|river|both] [--n N] [--duration D] [--submitters S] [--workers W] [--json] [--keep] [--river-fetch-cooldown D]"
+// benchFlags are bench's flags.
+type benchFlags struct {
+	mode, system                string
+	n, submitters, workers      int
+	duration, riverCooldown     time.Duration
+	keep, noProjector, noSealer bool
+	cpuProfile, traceFile       string
+	claimBatch, completeBatch   int
+	workSettings                map[string]string
+}
 
-func runBench(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "bench")
-	mode := fs.String("mode", bench.ModeBurndown, "burndown (insert N, then drain) or continuous (insert and work at once for --duration)")
-	system := fs.String("system", bench.SystemBoth, "execledger, river, or both (River first; prints the ratio execledger/river)")
-	n := fs.Int("n", 20000, "burndown: requests inserted before the workers start")
-	duration := fs.Duration("duration", 30*time.Second, "continuous: how long to submit")
-	submitters := fs.Int("submitters", 8, "concurrent submitting connections")
-	workers := fs.Int("workers", 64, "executor workers and claim batch; River queue MaxWorkers")
-	asJSON := fs.Bool("json", false, "print the report as JSON (progress goes to stderr)")
-	keep := fs.Bool("keep", false, "keep the benchmark databases instead of dropping them")
-	noProjector := fs.Bool("no-projector", false, "run the executor without the read models' projection engine that serve runs beside it")
-	noSealer := fs.Bool("no-sealer", false, "run the executor without the Merkle log's sealer that serve runs beside it")
-	riverCooldown := fs.Duration("river-fetch-cooldown", bench.DefaultRiverFetchCooldown,
+func newBenchCmd(e *env) *cobra.Command {
+	f := benchFlags{workSettings: map[string]string{}}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure throughput and latency against River on fresh databases",
+		Long: `Bench measures end-to-end throughput and submit-to-final latency on a fresh database on
+DATABASE_URL's server, with River as the same-run baseline: it runs River first, then
+Execledger, and prints the ratio execledger/river. Execledger runs the projection engine and
+the sealer beside its executor, as serve does (--no-projector, --no-sealer: without them).
+
+River is linked only into a binary built with -tags river (make bench builds one); without
+it, --system river and both are usage errors. docs/benchmarks.md has the method.`,
+		Example: `  execledger bench --system execledger --mode burndown --n 20000
+  execledger bench --system both --mode continuous --duration 20s --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), e, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.mode, "mode", bench.ModeBurndown, "burndown (insert N, then drain) or continuous (insert and work at once for --duration)")
+	fl.StringVar(&f.system, "system", bench.SystemBoth, "execledger, river, or both (River first; prints the ratio execledger/river)")
+	fl.IntVar(&f.n, "n", 20000, "burndown: requests inserted before the workers start")
+	fl.DurationVar(&f.duration, "duration", 30*time.Second, "continuous: how long to submit")
+	fl.IntVar(&f.submitters, "submitters", 8, "concurrent submitting connections")
+	fl.IntVar(&f.workers, "workers", 64, "executor workers and claim batch; River queue MaxWorkers")
+	e.jsonFlag(cmd, "print the report as JSON (progress goes to stderr)")
+	fl.BoolVar(&f.keep, "keep", false, "keep the benchmark databases instead of dropping them")
+	fl.BoolVar(&f.noProjector, "no-projector", false, "run the executor without the read models' projection engine that serve runs beside it")
+	fl.BoolVar(&f.noSealer, "no-sealer", false, "run the executor without the Merkle log's sealer that serve runs beside it")
+	fl.DurationVar(&f.riverCooldown, "river-fetch-cooldown", bench.DefaultRiverFetchCooldown,
 		"River's FetchCooldown; River's own default, 100ms, caps a queue at 10 fetches a second")
-	// Not in the usage: tools for whoever digs into the figures.
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
-	claimBatch := fs.Int("claim-batch", 0, "executor ClaimBatch (0: --workers)")
-	completeBatch := fs.Int("complete-batch", 0, "executor CompleteBatch (0: the executor's default)")
-	workSettings := map[string]string{}
-	fs.Func("work-setting", "a PostgreSQL `NAME=VALUE` for the workers' connections (repeatable)", func(v string) error {
+	e.configFlag(cmd)
+	// Hidden: tools for whoever digs into the figures.
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+	fl.IntVar(&f.claimBatch, "claim-batch", 0, "executor ClaimBatch (0: --workers)")
+	fl.IntVar(&f.completeBatch, "complete-batch", 0, "executor CompleteBatch (0: the executor's default)")
+	fl.Func("work-setting", "a PostgreSQL `NAME=VALUE` for the workers' connections (repeatable)", func(v string) error {
 		k, val, ok := strings.Cut(v, "=")
 		if !ok || k == "" {
 			return errors.New("want NAME=VALUE")
 		}
-		workSettings[k] = val
+		f.workSettings[k] = val
 		return nil
 	})
-	traceFile := fs.String("trace", "", "write an execution trace of the whole run to `FILE` (go tool trace)")
+	fl.StringVar(&f.traceFile, "trace", "", "write an execution trace of the whole run to `FILE` (go tool trace)")
+	for _, name := range []string{"cpuprofile", "claim-batch", "complete-batch", "work-setting", "trace"} {
+		if err := fl.MarkHidden(name); err != nil {
+			panic(err)
+		}
+	}
+	enumFlag(cmd, "mode", bench.ModeBurndown, bench.ModeContinuous)
+	enumFlag(cmd, "system", bench.SystemExecledger, bench.SystemRiver, bench.SystemBoth)
+	return cmd
+}
 
-	fs.Usage = func() { benchFlagUsage(e, fs) }
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 0 {
-		return e.fail(exitUsage, benchUsage)
-	}
-	conf, err := e.loadConfig(*cfgPath)
+func runBench(ctx context.Context, e *env, f benchFlags) error {
+	conf, err := e.loadConfig(e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	cfg := bench.Config{
-		AdminURL: conf.Database.URL, Mode: *mode, System: *system, N: *n, Duration: *duration,
-		Submitters: *submitters, Workers: *workers, Keep: *keep, NoProjector: *noProjector, NoSealer: *noSealer, RiverFetchCooldown: *riverCooldown,
-		ClaimBatch: *claimBatch, CompleteBatch: *completeBatch, WorkSettings: workSettings,
+		AdminURL: conf.Database.URL, Mode: f.mode, System: f.system, N: f.n, Duration: f.duration,
+		Submitters: f.submitters, Workers: f.workers, Keep: f.keep, NoProjector: f.noProjector, NoSealer: f.noSealer,
+		RiverFetchCooldown: f.riverCooldown, ClaimBatch: f.claimBatch, CompleteBatch: f.completeBatch, WorkSettings: f.workSettings,
 		Progress: e.io.out, Logger: slog.New(slog.NewTextHandler(e.io.err, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
-	if *asJSON {
+	if e.json {
 		cfg.Progress = e.io.err
 	}
 	if cfg.AdminURL == "" {
-		return e.fail(exitError, "%v", errNoDatabase)
+		return fail(exitError, "%v", errNoDatabase)
 	}
 	if err := cfg.WithDefaults().Validate(); err != nil {
-		return e.fail(exitUsage, "%v\n%s", err, benchUsage)
+		return fail(exitUsage, "%v", err)
 	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
-			return e.fail(exitError, "%v", err)
+			return fail(exitError, "%v", err)
 		}
 		defer stop()
 	}
-	if *traceFile != "" {
-		stop, err := startTrace(*traceFile)
+	if f.traceFile != "" {
+		stop, err := startTrace(f.traceFile)
 		if err != nil {
-			return e.fail(exitError, "%v", err)
+			return fail(exitError, "%v", err)
 		}
 		defer stop()
 	}
-	return benchReport(ctx, e, cfg, *asJSON)
+	return benchReport(ctx, e, cfg, e.json)
 }
 
-func benchReport(ctx context.Context, e *env, cfg bench.Config, asJSON bool) int {
+func benchReport(ctx context.Context, e *env, cfg bench.Config, asJSON bool) error {
 	report, err := bench.Run(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
-			return e.fail(exitError, "interrupted")
+			return fail(exitError, "interrupted")
 		}
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	if asJSON {
-		if code := printJSON(e, report); code != exitOK {
-			return code
+		if err := printJSON(e, report); err != nil {
+			return err
 		}
 	} else {
 		report.Print(e.io.out)
 	}
 	if err := report.Check(); err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	return exitOK
-}
-
-// benchFlagUsage prints the flags, leaving out the hidden ones.
-func benchFlagUsage(e *env, fs *flag.FlagSet) {
-	fmt.Fprintln(e.io.err, benchUsage)
-	hidden := map[string]bool{"cpuprofile": true, "trace": true, "claim-batch": true, "complete-batch": true, "work-setting": true}
-	fs.VisitAll(func(f *flag.Flag) {
-		if !hidden[f.Name] {
-			name, usage := flag.UnquoteUsage(f)
-			if f.DefValue != "" && f.DefValue != "false" {
-				usage += " (default " + f.DefValue + ")"
-			}
-			fmt.Fprintf(e.io.err, "  --%s %s\n    \t%s\n", f.Name, name, usage)
-		}
-	})
+	return nil
 }
 
 func startCPUProfile(path string) (func(), error) {

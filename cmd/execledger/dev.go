@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/config"
@@ -109,19 +110,34 @@ func devServices(cfg config.Config, logger *slog.Logger) (services, error) {
 // devLogOrigin names the log of `execledger dev` (its note key's name).
 const devLogOrigin = "execledger.dev/log"
 
-func runDev(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "dev")
-	if _, code, ok := e.parseArgs(fs, args, 0, "execledger dev [--config FILE]"); !ok {
-		return code
+func newDevCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Start an embedded PostgreSQL (unless DATABASE_URL is set), migrate it and serve",
+		Long: `Dev starts an embedded PostgreSQL in [dev] data_dir unless DATABASE_URL is set, migrates
+it, adds the demo principals and login roles, and serves as serve does: with the configured
+policy and keys, or a demo policy and keys it generates beside the data directory.
+Ctrl-C stops the service and the embedded database.`,
+		Example: `  execledger dev
+  execledger dev --config execledger.toml`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), e)
+		},
 	}
-	cfg, err := e.loadConfig(*cfgPath)
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runDev(ctx context.Context, e *env) error {
+	cfg, err := e.loadConfig(e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	logger := e.logger(cfg)
 	svc, err := devServices(cfg, logger)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -130,12 +146,12 @@ func runDev(ctx context.Context, e *env, args []string) int {
 	if cfg.Database.URL == "" {
 		dir, err := filepath.Abs(cfg.Dev.DataDir)
 		if err != nil {
-			return e.fail(exitError, "dev.data_dir: %v", err)
+			return fail(exitError, "dev.data_dir: %v", err)
 		}
 		cluster, err = pgcluster.Start(ctx, pgcluster.Options{DataDir: dir, Port: cfg.Dev.Port, RunAsUser: cfg.Dev.RunAs,
 			Logger: logger.With(slog.String("component", "postgres"))})
 		if err != nil {
-			return e.fail(exitError, "%v", err)
+			return fail(exitError, "%v", err)
 		}
 		defer func() {
 			if err := cluster.Stop(context.WithoutCancel(ctx)); err != nil {
@@ -147,7 +163,7 @@ func runDev(ctx context.Context, e *env, args []string) int {
 			cancel() // the server died: stop serving
 		}()
 		if err := ensureDatabase(ctx, cluster.URL("postgres"), devDatabase); err != nil {
-			return e.fail(exitError, "%v", err)
+			return fail(exitError, "%v", err)
 		}
 		cfg.Database.URL = cluster.URL(devDatabase)
 		logger.Info("embedded PostgreSQL", slog.String("data_dir", dir), slog.Int("port", cluster.Port()),
@@ -156,12 +172,12 @@ func runDev(ctx context.Context, e *env, args []string) int {
 
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	v, err := migrations.Migrate(ctx, conn.Conn())
 	if err == nil {
@@ -169,7 +185,7 @@ func runDev(ctx context.Context, e *env, args []string) int {
 	}
 	conn.Release()
 	if err != nil {
-		return e.fail(exitError, "prepare database: %v", err)
+		return fail(exitError, "prepare database: %v", err)
 	}
 	fmt.Fprintf(e.io.out, `Execledger dev: schema version %d.
   export DATABASE_URL='%s'
@@ -182,12 +198,12 @@ Ctrl-C stops the service and the embedded database.
 
 	err = serve(ctx, cfg, pool, logger, svc)
 	if cluster != nil && cluster.Err() != nil {
-		return e.fail(exitError, "embedded PostgreSQL stopped: %v", cluster.Err())
+		return fail(exitError, "embedded PostgreSQL stopped: %v", cluster.Err())
 	}
 	if err != nil && ctx.Err() == nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	return exitOK
+	return nil
 }
 
 // ensureDatabase creates database name on the server at adminURL if missing.

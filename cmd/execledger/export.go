@@ -15,62 +15,87 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/internal/bundle"
 	"github.com/execledger/execledger/internal/export"
 	"github.com/execledger/execledger/ledger"
 )
 
-const exportUsage = "execledger export [--request ID] [--principal P] [--since T] [--until T] [--wait D] --out FILE [--force] [--config F]"
+// exportFlags are export's flags.
+type exportFlags struct {
+	request, principal, since, until, out string
+	wait                                  time.Duration
+	force                                 bool
+}
+
+func newExportCmd(e *env) *cobra.Command {
+	var f exportFlags
+	cmd := &cobra.Command{
+		Use:   "export --out FILE",
+		Short: "Write an export bundle of the log, or of some requests, proved against the newest clean published checkpoint",
+		Long: `Export writes a bundle (docs/bundle.md) of the whole log or of whole request streams, proved
+against the newest published checkpoint, for execledger verify to check offline. It needs a
+ledger_auditor login.`,
+		Example: `  execledger export --out ledger.bundle
+  execledger export --principal alice --since 7d --out alice.bundle
+  execledger export --request 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --out one.bundle --force`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runExport(cmd.Context(), e, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.request, "request", "", "only this request (its `ID`)")
+	fl.StringVar(&f.principal, "principal", "", "only this principal's requests")
+	fl.StringVar(&f.since, "since", "", "only requests submitted at or after this `TIME` (RFC 3339, or a duration before now: 24h, 7d)")
+	fl.StringVar(&f.until, "until", "", "only requests submitted before this `TIME`")
+	fl.DurationVar(&f.wait, "wait", export.DefaultWait, "how long to wait for a clean published checkpoint when the newest is not")
+	fl.StringVar(&f.out, "out", "", "the bundle `FILE` to write")
+	fl.BoolVar(&f.force, "force", false, "overwrite FILE if it exists")
+	e.configFlag(cmd)
+	return cmd
+}
 
 // runExport writes an export bundle (internal/bundle) of the whole log or
 // of some requests, for `execledger verify` to check offline.
-func runExport(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "export")
-	request := fs.String("request", "", "only this request (its id)")
-	principal := fs.String("principal", "", "only this principal's requests")
-	since := fs.String("since", "", "only requests submitted at or after this time (RFC 3339, or a duration before now: 24h, 7d)")
-	until := fs.String("until", "", "only requests submitted before this time")
-	wait := fs.Duration("wait", export.DefaultWait, "how long to wait for a clean published checkpoint when the newest is not")
-	out := fs.String("out", "", "the bundle file to write")
-	force := fs.Bool("force", false, "overwrite FILE if it exists")
-	if _, code, ok := e.parseArgs(fs, args, 0, exportUsage); !ok {
-		return code
-	}
-	scope, err := exportScope(time.Now(), *request, *principal, *since, *until)
+// runExport writes an export bundle (internal/bundle) of the whole log or
+// of some requests, for `execledger verify` to check offline.
+func runExport(ctx context.Context, e *env, f exportFlags) error {
+	scope, err := exportScope(time.Now(), f.request, f.principal, f.since, f.until)
 	if err != nil {
-		return e.fail(exitUsage, "export: %v", err)
+		return fail(exitUsage, "export: %v", err)
 	}
-	if *out == "" || *wait < 0 {
-		return e.fail(exitUsage, "export needs --out FILE (and --wait ≥ 0)\nusage: %s", exportUsage)
+	if f.out == "" || f.wait < 0 {
+		return fail(exitUsage, "export needs --out FILE (and --wait ≥ 0)")
 	}
-	if _, err := os.Lstat(*out); err == nil && !*force {
-		return e.fail(exitError, "export: %s exists (--force overwrites it)", *out)
+	if _, err := os.Lstat(f.out); err == nil && !f.force {
+		return fail(exitError, "export: %s exists (--force overwrites it)", f.out)
 	}
-	_, pool, err := e.connect(ctx, *cfgPath)
+	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	bar := newProgressLine(e.io.err, "exported")
-	opts := export.Options{Scope: scope, Wait: *wait, Progress: bar.update}
-	if *wait == 0 {
+	opts := export.Options{Scope: scope, Wait: f.wait, Progress: bar.update}
+	if f.wait == 0 {
 		opts.Wait = -1
 	}
 	var sum export.Summary
-	n, err := writeFileAtomic(*out, *force, func(w io.Writer) error {
+	n, err := writeFileAtomic(f.out, f.force, func(w io.Writer) error {
 		sum, err = export.Export(ctx, pool, opts, bundle.NewWriter(w))
 		return err
 	})
 	bar.finish()
 	switch {
 	case errors.Is(err, export.ErrNoRequest):
-		return e.fail(exitNotFound, "export: no request %s", *request)
+		return fail(exitNotFound, "export: no request %s", f.request)
 	case err != nil:
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	printExportSummary(e.io.out, sum, *out, n)
-	return exitOK
+	printExportSummary(e.io.out, sum, f.out, n)
+	return nil
 }
 
 // exportScope checks export's filters and makes the bundle's scope.

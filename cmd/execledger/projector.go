@@ -4,53 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/execledger/execledger/projector"
 )
 
-// projectorCommands are the subcommands of `execledger projector`. One
-// whose run is nil is documented but not built yet.
-func projectorCommands() []command {
-	return []command{
-		{"status", "[--json]", "every projection: mode, checkpoint, lag, state, last error", runProjectorStatus},
-		{"retry", "NAME [--note TEXT]", "resume a failed projection at the event it failed on, recording projection.retried", runProjectorRetry},
-		{"rebuild", "NAME [--batch N] [--abort]", "rebuild a read model into shadow tables from the start of the log while the live ones serve, then swap them in atomically; interrupted, it resumes", runProjectorRebuild},
-		{"verify", "[NAME] [--json]", "rebuild into scratch tables and compare every row with the live tables; exit 3 when one differs", runProjectorVerify},
-	}
-}
-
-func runProjector(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		projectorUsage(e.io.err)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	for _, c := range projectorCommands() {
-		if c.name != args[0] {
-			continue
-		}
-		if c.run == nil {
-			return e.fail(exitError, "projector %s is not available in this version", c.name)
-		}
-		return c.run(ctx, e, args[1:])
-	}
-	fmt.Fprintf(e.io.err, "execledger: unknown projector command %q\n\n", args[0])
-	projectorUsage(e.io.err)
-	return exitUsage
-}
-
-func projectorUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: execledger projector COMMAND [ARGS]")
-	fmt.Fprintln(w, "\ncommands:")
-	for _, c := range projectorCommands() {
-		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.args, c.summary)
-	}
+func newProjectorCmd(e *env) *cobra.Command {
+	return newGroupCmd("projector", "The projections: checkpoints, lag and failures; retry, rebuild and verify the read models",
+		`Projector shows the projections that keep the read models, retries a failed one, and
+rebuilds or verifies a read model from the log.`,
+		`  execledger projector status
+  execledger projector verify requests`,
+		newProjectorStatusCmd(e), newProjectorRetryCmd(e), newProjectorRebuildCmd(e), newProjectorVerifyCmd(e))
 }
 
 // projectionStatus is one line of projector status --json.
@@ -93,32 +62,46 @@ func toProjectionStatus(s projector.Status) projectionStatus {
 	return p
 }
 
-func runProjectorStatus(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "projector status")
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	if _, code, ok := e.parseArgs(fs, args, 0, "execledger projector status [--json]"); !ok {
-		return code
+func newProjectorStatusCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Every projection: mode, checkpoint, lag, state, last error",
+		Long: `Status prints every projection: name, mode, checkpoint position, events and seconds behind,
+state and last error. It needs a role that reads ledger.projections (executor, auditor,
+admin, reader).`,
+		Example: `  execledger projector status
+  execledger projector status --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runProjectorStatus(cmd.Context(), e)
+		},
 	}
-	_, pool, err := e.connect(ctx, *cfgPath)
+	e.jsonFlag(cmd, "print a JSON array")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runProjectorStatus(ctx context.Context, e *env) error {
+	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	statuses, err := projector.Statuses(ctx, pool)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	out := make([]projectionStatus, 0, len(statuses))
 	for _, s := range statuses {
 		out = append(out, toProjectionStatus(s))
 	}
-	if *asJSON {
+	if e.json {
 		return printJSON(e, out)
 	}
 	return printProjectionStatus(e, out)
 }
 
-func printProjectionStatus(e *env, statuses []projectionStatus) int {
+func printProjectionStatus(e *env, statuses []projectionStatus) error {
 	tw := tabwriter.NewWriter(e.io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMODE\tCHECKPOINT\tEVENTS BEHIND\tSECONDS BEHIND\tSTATE\tLAST ERROR")
 	for _, s := range statuses {
@@ -130,32 +113,45 @@ func printProjectionStatus(e *env, statuses []projectionStatus) int {
 			s.SecondsBehind, s.State, lastError)
 	}
 	if err := tw.Flush(); err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	return exitOK
+	return nil
 }
 
-func runProjectorRetry(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "projector retry")
-	note := fs.String("note", "", "why it is retried (recorded in projection.retried)")
-	pos, code, ok := e.parseArgs(fs, args, 1, "execledger projector retry NAME [--note TEXT]")
-	if !ok {
-		return code
+func newProjectorRetryCmd(e *env) *cobra.Command {
+	var note string
+	cmd := &cobra.Command{
+		Use:   "retry NAME",
+		Short: "Resume a failed projection at the event it failed on, recording projection.retried",
+		Long: `Retry clears a failed projection: its runner applies the event it failed on again, and
+projection.retried records the note. It exits 5 when there is no such projection, 6 when the
+projection is not failed. It needs ledger_admin (or ledger_executor).`,
+		Example: `  execledger projector retry requests --note "payload fixed by hand"`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProjectorRetry(cmd.Context(), e, args[0], note)
+		},
 	}
-	_, pool, err := e.connect(ctx, *cfgPath)
+	cmd.Flags().StringVar(&note, "note", "", "why it is retried (recorded in projection.retried)")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runProjectorRetry(ctx context.Context, e *env, name, note string) error {
+	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
-	err = projector.RetryProjection(ctx, pool, pos[0], *note)
+	err = projector.RetryProjection(ctx, pool, name, note)
 	switch {
 	case errors.Is(err, projector.ErrUnknownProjection):
-		return e.fail(exitNotFound, "no projection %q", pos[0])
+		return fail(exitNotFound, "no projection %q", name)
 	case errors.Is(err, projector.ErrNotFailed):
-		return e.fail(exitNotFailed, "projection %s is not failed: nothing to retry", pos[0])
+		return fail(exitNotFailed, "projection %s is not failed: nothing to retry", name)
 	case err != nil:
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	fmt.Fprintf(e.io.out, "projection %s retried: its runner applies the failed event again\n", pos[0])
-	return exitOK
+	fmt.Fprintf(e.io.out, "projection %s retried: its runner applies the failed event again\n", name)
+	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,54 +10,72 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/execledger/execledger/projector"
 )
 
+func newProjectorRebuildCmd(e *env) *cobra.Command {
+	var batch int
+	var abort bool
+	cmd := &cobra.Command{
+		Use:   "rebuild NAME",
+		Short: "Rebuild a read model into shadow tables while the live ones serve, then swap them in",
+		Long: `Rebuild rebuilds a read model from the start of the log into shadow tables while the live
+ones serve, then swaps them in atomically. It shows position, events/s and ETA on stderr
+(rewritten in place on a terminal, a line every 2 s otherwise). An interrupted rebuild
+resumes when run again; --abort drops it instead. It exits 5 when there is no such
+projection, and needs ledger_admin.`,
+		Example: `  execledger projector rebuild requests
+  execledger projector rebuild runs --abort`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProjectorRebuild(cmd.Context(), e, args[0], batch, abort)
+		},
+	}
+	cmd.Flags().IntVar(&batch, "batch", projector.RebuildBatch, "events applied per transaction")
+	cmd.Flags().BoolVar(&abort, "abort", false, "drop the shadow tables of an interrupted rebuild instead of resuming it")
+	e.configFlag(cmd)
+	return cmd
+}
+
 // runProjectorRebuild: execledger projector rebuild NAME [--batch N] [--abort].
-func runProjectorRebuild(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "projector rebuild")
-	batch := fs.Int("batch", projector.RebuildBatch, "events applied per transaction")
-	abort := fs.Bool("abort", false, "drop the shadow tables of an interrupted rebuild instead of resuming it")
-	pos, code, ok := e.parseArgs(fs, args, 1, "execledger projector rebuild NAME [--batch N] [--abort]")
-	if !ok {
-		return code
+func runProjectorRebuild(ctx context.Context, e *env, name string, batch int, abort bool) error {
+	if batch < 1 || batch > 1_000_000 {
+		return fail(exitUsage, "--batch %d is not between 1 and 1000000", batch)
 	}
-	if *batch < 1 || *batch > 1_000_000 {
-		return e.fail(exitUsage, "--batch %d is not between 1 and 1000000", *batch)
-	}
-	name := pos[0]
-	_, pool, err := e.connect(ctx, *cfgPath)
+	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
-	if *abort {
+	if abort {
 		dropped, err := projector.AbortRebuild(ctx, pool, name)
 		if err != nil {
-			return e.fail(exitError, "%v", err)
+			return fail(exitError, "%v", err)
 		}
 		if dropped {
 			fmt.Fprintf(e.io.out, "rebuild of %s aborted: its shadow tables are dropped\n", name)
 		} else {
 			fmt.Fprintf(e.io.out, "no rebuild of %s was in progress\n", name)
 		}
-		return exitOK
+		return nil
 	}
 	pr := newProgressPrinter(e.io.err)
-	err = projector.Rebuild(ctx, pool, name, *batch, pr.print)
+	err = projector.Rebuild(ctx, pool, name, batch, pr.print)
 	pr.done()
 	switch {
 	case errors.Is(err, projector.ErrUnknownProjection):
-		return e.fail(exitNotFound, "no projection %s: `execledger projector status` lists them", name)
+		return fail(exitNotFound, "no projection %s: `execledger projector status` lists them", name)
 	case err != nil && ctx.Err() != nil:
-		return e.fail(exitError, "rebuild of %s interrupted at position %d; the live tables are untouched. Run it again to resume, or with --abort to drop what it built",
+		return fail(exitError, "rebuild of %s interrupted at position %d; the live tables are untouched. Run it again to resume, or with --abort to drop what it built",
 			name, pr.last.Position)
 	case err != nil:
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	fmt.Fprintf(e.io.out, "%s rebuilt from the log: %d events, %d rows, swapped in at position %d\n",
 		name, pr.last.Passed, pr.last.Rows, pr.last.Position)
-	return exitOK
+	return nil
 }
 
 // progressPrinter shows a rebuild's progress: one line rewritten in place
@@ -113,29 +130,40 @@ func (p *progressPrinter) done() {
 	}
 }
 
+func newProjectorVerifyCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "verify [NAME]",
+		Short: "Rebuild into scratch tables and compare every row with the live tables; exit 3 when one differs",
+		Long: `Verify rebuilds each read model (or NAME's) into temporary tables and compares every row
+with the live tables: a table of projection, table, rows and ok or DIFFERS: with the first
+differing row. It exits 3 when a table differs, 5 when there is no such projection, and needs
+ledger_admin or ledger_auditor.`,
+		Example: `  execledger projector verify
+  execledger projector verify requests --json`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProjectorVerify(cmd.Context(), e, args)
+		},
+	}
+	e.jsonFlag(cmd, "print a JSON array, one object per table")
+	e.configFlag(cmd)
+	return cmd
+}
+
 // runProjectorVerify: execledger projector verify [NAME] [--json]. Exit 0
 // when every table equals its rebuild, exitNotOK when one differs.
-func runProjectorVerify(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "projector verify")
-	asJSON := fs.Bool("json", false, "print a JSON array, one object per table")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) > 1 {
-		return e.fail(exitUsage, "usage: execledger projector verify [NAME] [--json]")
-	}
-	_, pool, err := e.connect(ctx, *cfgPath)
+func runProjectorVerify(ctx context.Context, e *env, pos []string) error {
+	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	checks, err := projector.Verify(ctx, pool, pos...)
 	switch {
 	case errors.Is(err, projector.ErrUnknownProjection):
-		return e.fail(exitNotFound, "no projection %s: `execledger projector status` lists them", pos[0])
+		return fail(exitNotFound, "no projection %s: `execledger projector status` lists them", pos[0])
 	case err != nil:
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	code := exitOK
 	for _, c := range checks {
@@ -143,11 +171,11 @@ func runProjectorVerify(ctx context.Context, e *env, args []string) int {
 			code = exitNotOK
 		}
 	}
-	if *asJSON {
-		if c := printJSON(e, checks); c != exitOK {
-			return c
+	if e.json {
+		if err := printJSON(e, checks); err != nil {
+			return err
 		}
-		return code
+		return exitCode(code)
 	}
 	tw := tabwriter.NewWriter(e.io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROJECTION\tTABLE\tLIVE ROWS\tREBUILT ROWS\tRESULT")
@@ -159,7 +187,7 @@ func runProjectorVerify(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", c.Projection, c.Table, c.LiveRows, c.RebuiltRows, result)
 	}
 	if err := tw.Flush(); err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	return code
+	return exitCode(code)
 }

@@ -115,8 +115,8 @@ func TestProjectorRetry(t *testing.T) {
 		{[]string{"projector", "retry"}, exitUsage, "usage: execledger projector retry NAME"},
 		{[]string{"projector", "retry", "a", "b"}, exitUsage, "usage: execledger projector retry NAME"},
 		{[]string{"projector", "status", "extra"}, exitUsage, "usage: execledger projector status"},
-		{[]string{"projector"}, exitUsage, "rebuild  NAME"},
-		{[]string{"projector", "frobnicate"}, exitUsage, `unknown projector command "frobnicate"`},
+		{[]string{"projector"}, exitUsage, "missing command (one of rebuild, retry, status, verify)"},
+		{[]string{"projector", "frobnicate"}, exitUsage, `unknown command "frobnicate" for "execledger projector"`},
 	} {
 		if r := execute(t, environ, "", tc.args...); r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
 			t.Errorf("%v: code %d, stderr %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.stderr)

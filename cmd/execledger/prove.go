@@ -11,11 +11,10 @@ import (
 	"text/tabwriter"
 
 	"github.com/google/uuid"
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/internal/export"
 )
-
-const proveUsage = "execledger prove ID [--out DIR] [--json] [--config F]"
 
 // exitNoneSealed (4): none of the request's events is under a published
 // checkpoint yet; like a --wait that ended early, trying later helps.
@@ -35,58 +34,70 @@ type provedEvent struct {
 	File   string `json:"file,omitempty"`  // where --out writes it
 }
 
+func newProveCmd(e *env) *cobra.Command {
+	var outDir string
+	cmd := &cobra.Command{
+		Use:   "prove ID",
+		Short: "Prove each event of a request against the newest published checkpoint (C2SP tlog-proof files)",
+		Long: `Prove prints each of a request's events' inclusion proof against the newest published
+checkpoint, as a C2SP tlog-proof carrying the event's canonical encoding: each can be checked
+with the log key alone. It exits 3 when an event's bytes changed, 4 when none of the events is
+under a published checkpoint yet, 5 when there is no such request.`,
+		Example: `  execledger prove 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80
+  execledger prove 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --out proofs --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProve(cmd.Context(), e, args[0], outDir)
+		},
+	}
+	cmd.Flags().StringVar(&outDir, "out", "", "write each proof to `DIR`/v<version>-<type>.tlog-proof")
+	e.jsonFlag(cmd, "print a JSON array")
+	e.configFlag(cmd)
+	return cmd
+}
+
 // runProve proves each event of a request against the newest published
 // checkpoint, as C2SP tlog-proofs that carry the event's canonical
 // encoding: each can be checked with the log key alone.
-func runProve(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "prove")
-	outDir := fs.String("out", "", "write each proof to DIR/v<version>-<type>.tlog-proof")
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	pos, code, ok := e.parseArgs(fs, args, 1, proveUsage)
-	if !ok {
-		return code
-	}
-	id, err := uuid.Parse(pos[0])
+func runProve(ctx context.Context, e *env, arg, outDir string) error {
+	id, err := uuid.Parse(arg)
 	if err != nil {
-		return e.fail(exitUsage, "prove: %q is not a request id (a UUID)", pos[0])
+		return fail(exitUsage, "prove: %q is not a request id (a UUID)", arg)
 	}
-	_, pool, err := e.connect(ctx, *cfgPath)
+	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	ps, err := export.Prove(ctx, pool, id.String())
 	if errors.Is(err, export.ErrNoRequest) {
-		return e.fail(exitNotFound, "prove: no request %s", id)
+		return fail(exitNotFound, "prove: no request %s", id)
 	}
 	if err != nil {
-		return e.fail(exitError, "prove: %v", err)
+		return fail(exitError, "prove: %v", err)
 	}
-	evs := provedEvents(ps, *outDir)
-	if *outDir != "" {
-		if err := writeProofs(*outDir, evs); err != nil {
-			return e.fail(exitError, "prove: %v", err)
+	evs := provedEvents(ps, outDir)
+	if outDir != "" {
+		if err := writeProofs(outDir, evs); err != nil {
+			return fail(exitError, "prove: %v", err)
 		}
 	}
-	if *asJSON {
-		if c := printJSON(e, evs); c != exitOK {
-			return c
+	if e.json {
+		if err := printJSON(e, evs); err != nil {
+			return err
 		}
 	} else {
-		printProofs(e, ps, evs, *outDir)
+		printProofs(e, ps, evs, outDir)
 	}
 	for _, ev := range evs {
 		if ev.Status == "bytes changed" {
-			return exitNotOK
+			return exitCode(exitNotOK) // the event's line says it
 		}
 	}
 	if ps.Provable() == 0 {
-		if !*asJSON {
-			fmt.Fprintf(e.io.err, "execledger: prove: no event of request %s is under a published checkpoint yet; try again in a few seconds\n", id)
-		}
-		return exitNoneSealed
+		return fail(exitNoneSealed, "prove: no event of request %s is under a published checkpoint yet; try again in a few seconds", id)
 	}
-	return exitOK
+	return nil
 }
 
 func provedEvents(ps export.Proofs, dir string) []provedEvent {

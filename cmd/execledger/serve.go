@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/execledger/execledger/executor"
@@ -33,31 +34,45 @@ import (
 	"github.com/execledger/execledger/projector"
 )
 
-func runServe(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "serve")
-	if _, code, ok := e.parseArgs(fs, args, 0, "execledger serve [--config FILE]"); !ok {
-		return code
+func newServeCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the executor and the operations endpoints against DATABASE_URL",
+		Long: `Serve runs the executor loops, the projection engine and the Merkle log's sealer, and the
+operations endpoints /healthz, /readyz and /metrics ([serve] listen). It refuses an
+unmigrated database, a missing policy or a missing key. SIGINT or SIGTERM stops it.`,
+		Example: `  DATABASE_URL=postgres://execledger@db/execledger execledger serve --config /etc/execledger.toml
+  EXECLEDGER_SERVE_LISTEN=127.0.0.1:9090 execledger serve`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), e)
+		},
 	}
-	cfg, err := e.loadConfig(*cfgPath)
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runServe(ctx context.Context, e *env) error {
+	cfg, err := e.loadConfig(e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	logger := e.logger(cfg)
 	var svc services
 	if cfg.Executor.Enabled {
 		if svc, err = loadServices(cfg); err != nil {
-			return e.fail(exitError, "%v", err)
+			return fail(exitError, "%v", err)
 		}
 	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	if err := serve(ctx, cfg, pool, logger, svc); err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	return exitOK
+	return nil
 }
 
 // services is what the executor needs besides the database.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/config"
@@ -21,52 +22,62 @@ import (
 	"github.com/execledger/execledger/ledger"
 )
 
-func runSkillPackage(_ context.Context, e *env, args []string) int {
-	fs, _ := newFlagSet(e, "skill package")
-	key := fs.String("key", "", "the publisher's Ed25519 private key (execledger keygen --out FILE)")
-	out := fs.String("out", "", "the artifact to write")
-	force := fs.Bool("force", false, "replace --out if it exists")
-	usage := "execledger skill package DIR --key K --out FILE [--force]"
-	pos, code, ok := e.parseArgs(fs, args, 1, usage)
-	if !ok {
-		return code
+func newSkillPackageCmd(e *env) *cobra.Command {
+	var key, out string
+	var force bool
+	cmd := &cobra.Command{
+		Use:     "package DIR --key K --out FILE",
+		Short:   "Build the signed, deterministic artifact of the skill in DIR",
+		Example: `  execledger skill package acme.hello --key publisher.key --out acme.hello.skill`,
+		Args:    exactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if key == "" || out == "" {
+				return fail(exitUsage, "--key and --out are required")
+			}
+			return runSkillPackage(e, args[0], key, out, force)
+		},
 	}
-	if *key == "" || *out == "" {
-		return e.fail(exitUsage, "--key and --out are required\nusage: %s", usage)
-	}
-	raw, err := os.ReadFile(filepath.Join(pos[0], manifest.FileName))
+	cmd.Flags().StringVar(&key, "key", "", "the publisher's Ed25519 private key `FILE` (execledger keygen --out FILE)")
+	cmd.Flags().StringVar(&out, "out", "", "the artifact `FILE` to write")
+	cmd.Flags().BoolVar(&force, "force", false, "replace --out if it exists")
+	e.unusedConfigFlag(cmd)
+	return cmd
+}
+
+func runSkillPackage(e *env, dir, key, out string, force bool) error {
+	raw, err := os.ReadFile(filepath.Join(dir, manifest.FileName))
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	m, err := manifest.Parse(raw)
 	if err != nil {
-		return e.fail(exitError, "%s: %v", filepath.Join(pos[0], manifest.FileName), err)
+		return fail(exitError, "%s: %v", filepath.Join(dir, manifest.FileName), err)
 	}
-	priv, err := attest.LoadPrivateKey(*key)
+	priv, err := attest.LoadPrivateKey(key)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	data, err := artifact.Pack(pos[0], priv, artifact.Info{SkillID: m.SkillID, Version: m.Version, Publisher: m.Publisher,
+	data, err := artifact.Pack(dir, priv, artifact.Info{SkillID: m.SkillID, Version: m.Version, Publisher: m.Publisher,
 		Builder: "execledger skill package"})
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	a, err := artifact.Open(data)
 	if err != nil {
-		return e.fail(exitError, "the artifact does not open: %v", err)
+		return fail(exitError, "the artifact does not open: %v", err)
 	}
 	for _, mod := range m.Modules() {
 		if _, ok := a.Files[mod]; !ok {
-			return e.fail(exitError, "%s names module %s, which %s does not hold (build it first)", manifest.FileName, mod, pos[0])
+			return fail(exitError, "%s names module %s, which %s does not hold (build it first)", manifest.FileName, mod, dir)
 		}
 	}
-	if err := writeNew(*out, data, *force); err != nil {
-		return e.fail(exitError, "%v", err)
+	if err := writeNew(out, data, force); err != nil {
+		return fail(exitError, "%v", err)
 	}
 	fmt.Fprintf(e.io.out, "%s: skill %s %s, %d files, %d bytes\nartifact: %s\npayload:  %s\nkey:      %s (publisher %s)\n",
-		*out, m.SkillID, m.Version, len(a.Files), len(data), a.Digest, artifact.PayloadDigestString(a.PayloadDigest),
+		out, m.SkillID, m.Version, len(a.Files), len(data), a.Digest, artifact.PayloadDigestString(a.PayloadDigest),
 		a.Signature.KeyID, m.Publisher)
-	return exitOK
+	return nil
 }
 
 // writeNew writes data to path, refusing to replace it unless force, by a
@@ -119,31 +130,44 @@ type timings struct {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func runSkillInstall(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "skill install")
-	asJSON := fs.Bool("json", false, "print the outcome as JSON")
-	pos, code, ok := e.parseArgs(fs, args, 1, "execledger skill install FILE [--config FILE] [--json]")
-	if !ok {
-		return code
+func newSkillInstallCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "install FILE",
+		Short: "Verify an artifact against the trust store, record it and audit it: verified, or quarantined",
+		Long: `Install verifies an artifact against the trust store, records it and audits it. It prints
+the state (verified, or quarantined with every failed check) and the time spent (verify;
+audit: validate, instrument, compile). It needs ledger_skill_admin.`,
+		Example: `  execledger skill install acme.hello.skill
+  execledger skill install acme.hello.skill --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSkillInstall(cmd.Context(), e, args[0])
+		},
 	}
+	e.jsonFlag(cmd, "print the outcome as JSON")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runSkillInstall(ctx context.Context, e *env, file string) error {
 	start := time.Now()
-	a, err := readArtifact(pos[0])
+	a, err := readArtifact(file)
 	if err != nil {
-		return e.fail(exitError, "%s: %v", pos[0], err)
+		return fail(exitError, "%s: %v", file, err)
 	}
-	cfg, pool, err := e.connect(ctx, *cfgPath)
+	cfg, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	trusted, tofu, err := trustedKey(ctx, pool, cfg, a)
 	if err != nil {
-		return e.fail(exitError, "%s: %v", pos[0], err)
+		return fail(exitError, "%s: %v", file, err)
 	}
 	verified := time.Since(start)
 	v, err := vet.Vet(ctx, a.Files, a.Signature, trusted, vet.Expect{}, skillOptions(cfg))
 	if err != nil {
-		return e.fail(exitError, "%s: %v", pos[0], err)
+		return fail(exitError, "%s: %v", file, err)
 	}
 	rep := reportOf(v, a)
 	rep.TimingsMS.Audit = ms(time.Since(start) - verified)
@@ -166,7 +190,7 @@ func runSkillInstall(ctx context.Context, e *env, args []string) int {
 		return e.skillError(err)
 	}
 	rep.TimingsMS.Verify, rep.TimingsMS.Total = ms(verified), ms(time.Since(start))
-	return e.printInstall(rep, *asJSON)
+	return e.printInstall(rep, e.json)
 }
 
 // skillArtifact is an opened artifact and its bytes.
@@ -254,7 +278,7 @@ func reportOf(v *vet.Vetted, a skillArtifact) installReport {
 		TimingsMS: timings{Validate: ms(t.Validate), Instrument: ms(t.Instrument), Compile: ms(t.Compile)}}
 }
 
-func (e *env) printInstall(rep installReport, asJSON bool) int {
+func (e *env) printInstall(rep installReport, asJSON bool) error {
 	if asJSON {
 		return printJSON(e, rep)
 	}
@@ -277,22 +301,32 @@ func (e *env) printInstall(rep installReport, asJSON bool) int {
 	t := rep.TimingsMS
 	fmt.Fprintf(w, "time: verify %.1f ms, audit %.1f ms (validate %.1f ms, instrument %.1f ms, compile %.1f ms), total %.1f ms\n",
 		t.Verify, t.Audit, t.Validate, t.Instrument, t.Compile, t.Total)
-	return exitOK
+	return nil
 }
 
-func runSkillAudit(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "skill audit")
-	asJSON := fs.Bool("json", false, "print the outcome as JSON")
-	pos, code, ok := e.parseArgs(fs, args, 1, "execledger skill audit ID [--config FILE] [--json]")
-	if !ok {
-		return code
+func newSkillAuditCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit ID",
+		Short: "Audit the installed skill again (a failure quarantines it)",
+		Example: `  execledger skill audit acme.hello
+  execledger skill audit acme.hello --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSkillAudit(cmd.Context(), e, args[0])
+		},
 	}
-	cfg, pool, err := e.connect(ctx, *cfgPath)
+	e.jsonFlag(cmd, "print the outcome as JSON")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runSkillAudit(ctx context.Context, e *env, id string) error {
+	cfg, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
-	s, err := registry.Get(ctx, pool, pos[0])
+	s, err := registry.Get(ctx, pool, id)
 	if err != nil {
 		return e.skillError(err)
 	}
@@ -314,7 +348,7 @@ func runSkillAudit(ctx context.Context, e *env, args []string) int {
 	}
 	rep := installReport{SkillID: s.ID, Version: s.Version, Status: r.Status, ArtifactDigest: s.ArtifactDigest,
 		PayloadDigest: s.PayloadDigest, KeyID: s.KeyID, Trust: "-", Checks: checks, FailedChecks: failedOf(checks)}
-	return e.printInstall(rep, *asJSON)
+	return e.printInstall(rep, e.json)
 }
 
 func failedOf(checks []audit.Check) []audit.Check {

@@ -1,36 +1,49 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/execledger/execledger/internal/skill/scaffold"
 )
 
-func runSkillNew(_ context.Context, e *env, args []string) int {
-	fs, _ := newFlagSet(e, "skill new")
-	lang := fs.String("lang", "wat", "the module's language: "+strings.Join(scaffold.Languages, " or "))
-	dir := fs.String("dir", "", "where to write it (default: ./ID)")
-	pos, code, ok := e.parseArgs(fs, args, 1, "execledger skill new ID [--lang wat|go] [--dir DIR]")
-	if !ok {
-		return code
+func newSkillNewCmd(e *env) *cobra.Command {
+	var lang, dir string
+	cmd := &cobra.Command{
+		Use:   "new ID",
+		Short: "Write a new skill's directory: manifest, module source, Makefile",
+		Example: `  execledger skill new acme.hello
+  execledger skill new acme.greet --lang go --dir skills/greet`,
+		Args: exactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runSkillNew(e, args[0], lang, dir)
+		},
 	}
-	if *dir == "" {
-		*dir = pos[0]
+	cmd.Flags().StringVar(&lang, "lang", "wat", "the module's language: "+strings.Join(scaffold.Languages, " or "))
+	cmd.Flags().StringVar(&dir, "dir", "", "where to write it (`DIR`; default: ./ID)")
+	enumFlag(cmd, "lang", scaffold.Languages...)
+	e.unusedConfigFlag(cmd)
+	return cmd
+}
+
+func runSkillNew(e *env, id, lang, dir string) error {
+	if dir == "" {
+		dir = id
 	}
-	files, err := scaffold.Write(*dir, pos[0], *lang)
+	files, err := scaffold.Write(dir, id, lang)
 	if err != nil {
-		return e.fail(exitUsage, "%v", err)
+		return fail(exitUsage, "%v", err)
 	}
 	for _, f := range files {
-		fmt.Fprintln(e.io.out, filepath.Join(*dir, f))
+		fmt.Fprintln(e.io.out, filepath.Join(dir, f))
 	}
-	next := "execledger skill package " + *dir + " --key publisher.key --out " + pos[0] + ".skill"
-	if *lang == "go" {
-		next = "make -C " + *dir + "   # GOOS=wasip1 GOARCH=wasm go build\n  " + next
+	next := "execledger skill package " + dir + " --key publisher.key --out " + id + ".skill"
+	if lang == "go" {
+		next = "make -C " + dir + "   # GOOS=wasip1 GOARCH=wasm go build\n  " + next
 	}
-	fmt.Fprintf(e.io.out, "\nnext:\n  execledger keygen --out publisher.key   # once\n  %s\n  execledger skill install %s.skill\n", next, pos[0])
-	return exitOK
+	fmt.Fprintf(e.io.out, "\nnext:\n  execledger keygen --out publisher.key   # once\n  %s\n  execledger skill install %s.skill\n", next, id)
+	return nil
 }

@@ -5,34 +5,45 @@ import (
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/ledger"
 )
 
-func runStatus(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "status")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, code, ok := e.parseArgs(fs, args, 1, "execledger status ID [--json]")
-	if !ok {
-		return code
+func newStatusCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status ID",
+		Short: "Show a request: its state, outcome and attestation",
+		Example: `  execledger status 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80
+  execledger status 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStatus(cmd.Context(), e, args[0])
+		},
 	}
-	id, err := uuid.Parse(pos[0])
+	e.jsonFlag(cmd, "print JSON")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runStatus(ctx context.Context, e *env, arg string) error {
+	id, err := uuid.Parse(arg)
 	if err != nil {
-		return e.fail(exitUsage, "%q is not a request id (a UUID)", pos[0])
+		return fail(exitUsage, "%q is not a request id (a UUID)", arg)
 	}
-	_, pool, err := e.connect(ctx, *cfgPath)
+	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	client := ledger.NewClient(pool)
 	defer client.Close()
 	r, err := client.Get(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return e.fail(exitNotFound, "no request %s", id)
+		return fail(exitNotFound, "no request %s", id)
 	}
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	return printRequest(e, r, *asJSON)
+	return printRequest(e, r, e.json)
 }

@@ -10,95 +10,123 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/ledger"
 )
 
-func runSubmit(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "submit")
-	runID := fs.String("run", "", "run id (budgets and workspaces are per run)")
-	key := fs.String("key", "", "idempotency key: a retry with the same key returns the same request")
-	reqCtx := fs.String("context", "", `request context as JSON: {"device":…,"channel":…,"session":…}`)
-	wait := fs.Bool("wait", false, "wait until the request is final; the exit code tells how it ended")
-	timeout := fs.Duration("timeout", 60*time.Second, "with --wait: how long to wait")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, code, ok := e.parseArgs(fs, args, 2, "execledger submit TOOL JSON [--run R] [--key K] [--context JSON] [--wait] [--timeout D] [--json]")
-	if !ok {
-		return code
+// submitFlags are submit's flags.
+type submitFlags struct {
+	runID, key, context string
+	wait                bool
+	timeout             time.Duration
+}
+
+func newSubmitCmd(e *env) *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit TOOL JSON",
+		Short: "Submit a tool request; with --wait, wait until it is final",
+		Long: `Submit records a request to run TOOL with the JSON object JSON ("-": read it from stdin)
+and prints its id. The principal is the database login's.
+
+With --wait it waits until the request is final, prints it, and exits 0 when it succeeded,
+3 when it failed, was denied or cancelled, 4 when --timeout ended the wait first.`,
+		Example: `  execledger submit echo '{"text":"hi"}'
+  execledger submit process.run '{"command":"ls"}' --run r1 --key build-1 --wait --timeout 2m
+  echo '{"text":"from stdin"}' | execledger submit echo - --json`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSubmit(cmd.Context(), e, f, args[0], args[1])
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.runID, "run", "", "run `ID` (budgets and workspaces are per run)")
+	fl.StringVar(&f.key, "key", "", "idempotency `KEY`: a retry with the same key returns the same request")
+	fl.StringVar(&f.context, "context", "", `request context as JSON: {"device":…,"channel":…,"session":…}`)
+	fl.BoolVar(&f.wait, "wait", false, "wait until the request is final; the exit code tells how it ended")
+	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "with --wait: how long to wait")
+	e.jsonFlag(cmd, "print JSON")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runSubmit(ctx context.Context, e *env, f submitFlags, tool, inputArg string) error {
 	var err error
-	input := []byte(pos[1])
-	if pos[1] == "-" {
+	input := []byte(inputArg)
+	if inputArg == "-" {
 		if input, err = io.ReadAll(io.LimitReader(e.io.in, 2<<20)); err != nil {
-			return e.fail(exitError, "read input: %v", err)
+			return fail(exitError, "read input: %v", err)
 		}
 	}
 	if !json.Valid(input) {
-		return e.fail(exitUsage, "input is not valid JSON")
+		return fail(exitUsage, "input is not valid JSON")
 	}
 	var rc ledger.RequestContext
-	if *reqCtx != "" {
-		dec := json.NewDecoder(strings.NewReader(*reqCtx))
+	if f.context != "" {
+		dec := json.NewDecoder(strings.NewReader(f.context))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&rc); err != nil {
-			return e.fail(exitUsage, "--context: %v", err)
+			return fail(exitUsage, "--context: %v", err)
 		}
 	}
-	_, pool, err := e.connect(ctx, *cfgPath)
+	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	client := ledger.NewClient(pool)
 	defer client.Close()
 
-	id, err := client.Submit(ctx, ledger.SubmitParams{Tool: pos[0], Input: json.RawMessage(input), RunID: *runID,
-		IdempotencyKey: *key, Context: rc})
+	id, err := client.Submit(ctx, ledger.SubmitParams{Tool: tool, Input: json.RawMessage(input), RunID: f.runID,
+		IdempotencyKey: f.key, Context: rc})
 	if err != nil {
 		code := exitError
 		if errors.Is(err, ledger.ErrInvalidInput) || errors.Is(err, ledger.ErrInputTooLarge) {
 			code = exitUsage
 		}
-		return e.fail(code, "%v", err)
+		return fail(code, "%v", err)
 	}
-	if !*wait {
-		if *asJSON {
+	if !f.wait {
+		if e.json {
 			return printJSON(e, map[string]any{"id": id})
 		}
 		fmt.Fprintln(e.io.out, id)
-		return exitOK
+		return nil
 	}
-	return awaitAndPrint(ctx, e, client, id, *timeout, *asJSON)
+	return awaitAndPrint(ctx, e, client, id, f.timeout, e.json)
 }
 
-func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, id uuid.UUID, timeout time.Duration, asJSON bool) int {
+func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, id uuid.UUID, timeout time.Duration, asJSON bool) error {
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r, err := client.Await(waitCtx, id)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			fmt.Fprintln(e.io.out, id)
-			return e.fail(exitTimeout, "request %s is not final after %s", id, timeout)
+			return fail(exitTimeout, "request %s is not final after %s", id, timeout)
 		}
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	code := printRequest(e, r, asJSON)
-	if code == exitOK && r.State != ledger.StateSucceeded {
-		return exitNotOK
+	if err := printRequest(e, r, asJSON); err != nil {
+		return err
 	}
-	return code
+	if r.State != ledger.StateSucceeded {
+		return exitCode(exitNotOK) // the request printed says how it ended
+	}
+	return nil
 }
 
-func printJSON(e *env, v any) int {
+func printJSON(e *env, v any) error {
 	enc := json.NewEncoder(e.io.out)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
-	return exitOK
+	return nil
 }
 
-func printRequest(e *env, r *ledger.Request, asJSON bool) int {
+func printRequest(e *env, r *ledger.Request, asJSON bool) error {
 	if asJSON {
 		return printJSON(e, r)
 	}
@@ -127,5 +155,5 @@ func printRequest(e *env, r *ledger.Request, asJSON bool) int {
 	if len(r.Output) > 0 {
 		fmt.Fprintf(w, "output:       %s\n", r.Output)
 	}
-	return exitOK
+	return nil
 }

@@ -8,12 +8,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/bundle"
@@ -21,55 +22,82 @@ import (
 	"github.com/execledger/execledger/ledger"
 )
 
-const verifyUsage = `execledger verify BUNDLE --log-key K --attest-key K [--attest-key K...] [--witness-key K...] [--json]
-       execledger verify --db --log-key K --attest-key K [--witness-key K...] [--wait D] [--json] [--config F]
-       execledger verify ATTESTATION.json --attest-key K [--attest-key K...] [--json]
-       execledger verify --replay ID [--config F] [--pubkey FILE] [--json]`
+// verifyFlags are verify's flags.
+type verifyFlags struct {
+	keys            verifyKeyFlags
+	db              bool
+	wait            time.Duration
+	replay, pubPath string
+}
+
+func newVerifyCmd(e *env) *cobra.Command {
+	var f verifyFlags
+	cmd := &cobra.Command{
+		Use:   "verify [BUNDLE | ATTESTATION.json]",
+		Short: "Verify a bundle offline, the live log and read model (--db), one attestation, or replay a tier A call",
+		Long: `Verify checks what the ledger recorded, in one of four modes:
+
+  verify BUNDLE --log-key K --attest-key K [--attest-key K...] [--witness-key K...]
+      an export bundle, offline, no database
+  verify --db --log-key K --attest-key K [--witness-key K...] [--wait D]
+      the live database's log from its first leaf, then every final request of the read model
+  verify ATTESTATION.json --attest-key K [--attest-key K...]
+      one DSSE attestation envelope
+  verify --replay ID [--pubkey FILE]
+      a tier A call's attestation, then the call run again and compared with it
+
+It exits 0 when everything verifies, 3 at the first fault (printed on stdout; --json: in the
+report), 1 when a file or key cannot be read or the call cannot be replayed, 5 when --replay
+names no request.`,
+		Example: `  execledger verify ledger.bundle --log-key log.key.pub --attest-key attest.key.pub
+  execledger verify --db --log-key log.key.pub --attest-key attest.key.pub --json
+  execledger verify attestation.json --attest-key attest.key.pub
+  execledger verify --replay 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --config execledger.toml`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVerify(cmd.Context(), e, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.replay, "replay", "", "request `ID` of a tier A call to run again and compare with its attestation")
+	fl.StringVar(&f.pubPath, "pubkey", "", "--replay: the attestation public key `FILE` (PEM); default: [attest] key_file + \".pub\"")
+	fl.BoolVar(&f.db, "db", false, "verify the live database's log from its first leaf, then the requests read model")
+	fl.StringVar(&f.keys.log, "log-key", "", "the log's verifier `KEY`: the FILE.pub of execledger keygen --note, or the key itself")
+	fl.StringArrayVar(&f.keys.attest, "attest-key", nil, "an attestation public key `FILE` (PEM); repeat across key rotations")
+	fl.StringArrayVar(&f.keys.witness, "witness-key", nil, "a witness's verifier `KEY` whose cosignature the newest checkpoint must carry; repeatable")
+	fl.DurationVar(&f.wait, "wait", export.DefaultWait, "--db: how long to wait for a clean checkpoint when the newest is not")
+	e.jsonFlag(cmd, "print JSON")
+	e.configFlag(cmd)
+	return cmd
+}
 
 // runVerify checks what the ledger recorded: an export bundle offline
 // (verify BUNDLE), the live log and read model (verify --db), one
 // attestation envelope (verify ATTESTATION.json), or a tier A call run
 // again (verify --replay ID).
-func runVerify(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "verify")
-	replay := fs.String("replay", "", "request id of a tier A call to run again and compare with its attestation")
-	pubPath := fs.String("pubkey", "", "attestation public key (PEM); default: [attest] key_file + \".pub\"")
-	asJSON := fs.Bool("json", false, "print JSON")
-	var k verifyKeyFlags
-	fromDB := fs.Bool("db", false, "verify the live database's log from its first leaf, then the requests read model")
-	fs.StringVar(&k.log, "log-key", "", "the log's verifier key: the FILE.pub of `execledger keygen --note`, or the key itself")
-	fs.Var(&k.attest, "attest-key", "an attestation public key (PEM); repeat across key rotations")
-	fs.Var(&k.witness, "witness-key", "a witness's verifier key whose cosignature the newest checkpoint must carry; repeatable")
-	wait := fs.Duration("wait", export.DefaultWait, "--db: how long to wait for a clean checkpoint when the newest is not")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
+func runVerify(ctx context.Context, e *env, f verifyFlags, pos []string) error {
+	k := f.keys
 	keyed := k.log != "" || len(k.attest) > 0 || len(k.witness) > 0
 	switch {
-	case err != nil: // the usage below
-	case *replay != "" && len(pos) == 0 && !*fromDB && !keyed:
-		return runReplay(ctx, e, *replay, *cfgPath, *pubPath, *asJSON)
-	case *replay != "" || *pubPath != "": // --replay with another mode's arguments
-	case *fromDB && len(pos) == 0:
-		return runVerifyDB(ctx, e, *cfgPath, k, *wait, *asJSON)
-	case !*fromDB && len(pos) == 1:
-		return runVerifyFile(ctx, e, pos[0], k, *asJSON)
+	case f.replay != "" && len(pos) == 0 && !f.db && !keyed:
+		return runReplay(ctx, e, f.replay, e.config, f.pubPath, e.json)
+	case f.replay != "" || f.pubPath != "":
+		return fail(exitUsage, "verify: --replay and --pubkey take no bundle, file, --db or keys")
+	case f.db && len(pos) == 0:
+		return runVerifyDB(ctx, e, e.config, k, f.wait, e.json)
+	case !f.db && len(pos) == 1:
+		return runVerifyFile(ctx, e, pos[0], k, e.json)
+	case f.db:
+		return fail(exitUsage, "verify: --db takes no bundle or file")
 	}
-	return e.fail(exitUsage, "usage: %s", verifyUsage)
+	return fail(exitUsage, "verify: give a BUNDLE or ATTESTATION.json, --db or --replay ID")
 }
 
 // verifyKeyFlags are the keys verify's offline modes trust.
 type verifyKeyFlags struct {
 	log             string
-	attest, witness listFlag
+	attest, witness []string
 }
-
-// listFlag is a flag that may be given more than once.
-type listFlag []string
-
-func (l *listFlag) String() string     { return fmt.Sprint([]string(*l)) }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // load reads the keys: the log key from a file or as the key itself
 // (name+hash+base64), attestation keys from PEM files, witness keys like
@@ -100,38 +128,38 @@ func (k verifyKeyFlags) load() (bundle.Keys, error) {
 // runVerifyFile verifies a bundle or an attestation envelope, told apart
 // by their first bytes: a bundle's first line is its header record, an
 // envelope is one JSON object with a payloadType.
-func runVerifyFile(ctx context.Context, e *env, path string, k verifyKeyFlags, asJSON bool) int {
+func runVerifyFile(ctx context.Context, e *env, path string, k verifyKeyFlags, asJSON bool) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return e.fail(exitError, "verify: %v", err)
+		return fail(exitError, "verify: %v", err)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
 	kind, err := sniffFile(br)
 	if err != nil {
-		return e.fail(exitError, "verify: %s: %v", path, err)
+		return fail(exitError, "verify: %s: %v", path, err)
 	}
 	if kind == "" && k.log == "" {
-		return e.fail(exitError, "verify: %s is neither an export bundle (its first line is not a bundle record) nor a DSSE envelope", path)
+		return fail(exitError, "verify: %s is neither an export bundle (its first line is not a bundle record) nor a DSSE envelope", path)
 	}
 	if kind == "envelope" {
 		if len(k.attest) == 0 || k.log != "" || len(k.witness) > 0 {
-			return e.fail(exitUsage, "verify: %s is an attestation envelope: give --attest-key (only)\nusage: %s", path, verifyUsage)
+			return fail(exitUsage, "verify: %s is an attestation envelope: give --attest-key (only)", path)
 		}
 		return verifyEnvelopeFile(e, br, k, asJSON)
 	}
 	if k.log == "" || len(k.attest) == 0 {
-		return e.fail(exitUsage, "verify: a bundle needs --log-key and --attest-key\nusage: %s", verifyUsage)
+		return fail(exitUsage, "verify: a bundle needs --log-key and --attest-key")
 	}
 	keys, err := k.load()
 	if err != nil {
-		return e.fail(exitError, "verify: %v", err)
+		return fail(exitError, "verify: %v", err)
 	}
 	bar := newProgressLine(e.io.err, "verified")
 	rep, err := bundle.Verify(ctx, br, keys, func(n int64) { bar.update(n, 0) })
 	bar.finish()
 	if err != nil {
-		return e.fail(exitError, "verify: %s: %v", path, err)
+		return fail(exitError, "verify: %s: %v", path, err)
 	}
 	return printVerdict(e, rep, keys, asJSON, rep, nil)
 }
@@ -162,17 +190,17 @@ func sniffFile(br *bufio.Reader) (string, error) {
 
 // runVerifyDB is verify --db: the live log from its first leaf, then the
 // requests read model against it.
-func runVerifyDB(ctx context.Context, e *env, cfgPath string, k verifyKeyFlags, wait time.Duration, asJSON bool) int {
+func runVerifyDB(ctx context.Context, e *env, cfgPath string, k verifyKeyFlags, wait time.Duration, asJSON bool) error {
 	if k.log == "" || len(k.attest) == 0 || wait < 0 {
-		return e.fail(exitUsage, "verify --db needs --log-key and --attest-key\nusage: %s", verifyUsage)
+		return fail(exitUsage, "verify --db needs --log-key and --attest-key (and --wait ≥ 0)")
 	}
 	keys, err := k.load()
 	if err != nil {
-		return e.fail(exitError, "verify: %v", err)
+		return fail(exitError, "verify: %v", err)
 	}
 	_, pool, err := e.connect(ctx, cfgPath)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	bar := newProgressLine(e.io.err, "verified")
@@ -183,7 +211,7 @@ func runVerifyDB(ctx context.Context, e *env, cfgPath string, k verifyKeyFlags, 
 	rep, err := export.VerifyDB(ctx, pool, keys, opts)
 	bar.finish()
 	if err != nil {
-		return e.fail(exitError, "verify --db: %v", err)
+		return fail(exitError, "verify --db: %v", err)
 	}
 	return printVerdict(e, rep.Report, keys, asJSON, rep, func(w io.Writer) {
 		published := "published"
@@ -208,16 +236,16 @@ func runVerifyDB(ctx context.Context, e *env, cfgPath string, k verifyKeyFlags, 
 
 // printVerdict prints a verification's report: full as JSON, or a
 // summary line of rep and then what more writes; exit 3 on a fault.
-func printVerdict(e *env, rep bundle.Report, keys bundle.Keys, asJSON bool, full any, more func(io.Writer)) int {
+func printVerdict(e *env, rep bundle.Report, keys bundle.Keys, asJSON bool, full any, more func(io.Writer)) error {
 	code := exitOK
 	if !rep.OK {
 		code = exitNotOK
 	}
 	if asJSON {
-		if c := printJSON(e, full); c != exitOK {
-			return c
+		if err := printJSON(e, full); err != nil {
+			return err
 		}
-		return code
+		return exitCode(code)
 	}
 	w := e.io.out
 	if rep.OK {
@@ -236,7 +264,7 @@ func printVerdict(e *env, rep bundle.Report, keys bundle.Keys, asJSON bool, full
 	if more != nil {
 		more(w)
 	}
-	return code
+	return exitCode(code)
 }
 
 // envelopeReport is verify ATTESTATION.json's finding.
@@ -253,17 +281,17 @@ type envelopeReport struct {
 }
 
 // verifyEnvelopeFile verifies one DSSE envelope with the attestation keys.
-func verifyEnvelopeFile(e *env, r io.Reader, k verifyKeyFlags, asJSON bool) int {
+func verifyEnvelopeFile(e *env, r io.Reader, k verifyKeyFlags, asJSON bool) error {
 	raw, err := io.ReadAll(io.LimitReader(r, 64<<20))
 	if err != nil {
-		return e.fail(exitError, "verify: %v", err)
+		return fail(exitError, "verify: %v", err)
 	}
 	raw = bytes.TrimSpace(raw)
 	var pubs []ed25519.PublicKey
 	for _, f := range k.attest {
 		pub, err := attest.LoadPublicKey(f)
 		if err != nil {
-			return e.fail(exitError, "verify: --attest-key: %v", err)
+			return fail(exitError, "verify: --attest-key: %v", err)
 		}
 		pubs = append(pubs, pub)
 	}
@@ -273,10 +301,10 @@ func verifyEnvelopeFile(e *env, r io.Reader, k verifyKeyFlags, asJSON bool) int 
 		code = exitNotOK
 	}
 	if asJSON {
-		if c := printJSON(e, rep); c != exitOK {
-			return c
+		if err := printJSON(e, rep); err != nil {
+			return err
 		}
-		return code
+		return exitCode(code)
 	}
 	w := e.io.out
 	if rep.OK {
@@ -290,7 +318,7 @@ func verifyEnvelopeFile(e *env, r io.Reader, k verifyKeyFlags, asJSON bool) int 
 	if c := rep.LogCheckpoint; c != nil {
 		fmt.Fprintf(w, "names log checkpoint %d %s (origin %s)\n", c.Size, c.RootHash, c.Origin)
 	}
-	return code
+	return exitCode(code)
 }
 
 // checkEnvelope verifies envelope JSON with the keys whose id one of its

@@ -59,64 +59,64 @@ type replayCheckN struct {
 
 // runReplay is verify --replay: it checks a recorded tier A call's
 // attestation and runs the call again to compare its output and fuel.
-func runReplay(ctx context.Context, e *env, replay, cfgPath, pubPath string, asJSON bool) int {
+func runReplay(ctx context.Context, e *env, replay, cfgPath, pubPath string, asJSON bool) error {
 	id, err := uuid.Parse(replay)
 	if err != nil {
-		return e.fail(exitUsage, "%q is not a request id (a UUID)", replay)
+		return fail(exitUsage, "%q is not a request id (a UUID)", replay)
 	}
 	cfg, pool, err := e.connect(ctx, cfgPath)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	pub, err := verifyKey(cfg, pubPath)
 	if err != nil {
-		return e.fail(exitError, "%v", err)
+		return fail(exitError, "%v", err)
 	}
 	rec, err := readRecorded(ctx, pool, id)
 	if errors.Is(err, errNoRequest) {
-		return e.fail(exitNotFound, "no request %s", id)
+		return fail(exitNotFound, "no request %s", id)
 	}
 	if err != nil {
-		return e.fail(exitError, "request %s: %v", id, err)
+		return fail(exitError, "request %s: %v", id, err)
 	}
 	st, err := attest.Verify(rec.envelope, pub)
 	if err != nil {
-		return e.fail(exitNotOK, "request %s: not ok: its attestation does not verify: %v", id, err)
+		return fail(exitNotOK, "request %s: not ok: its attestation does not verify: %v", id, err)
 	}
 	if st.Predicate.RequestID != id.String() || subjectDigest(st, attest.SubjectInput) != attest.Digest(rec.input) {
-		return e.fail(exitNotOK, "request %s: not ok: the recorded request or input is not the attested one", id)
+		return fail(exitNotOK, "request %s: not ok: the recorded request or input is not the attested one", id)
 	}
 	return replayAndReport(ctx, e, cfg, st, rec.input, attest.PublicKeyID(pub), asJSON)
 }
 
 // replayAndReport replays the attested call and prints the comparison.
-func replayAndReport(ctx context.Context, e *env, cfg config.Config, st *attest.Statement, input []byte, keyID string, asJSON bool) int {
+func replayAndReport(ctx context.Context, e *env, cfg config.Config, st *attest.Statement, input []byte, keyID string, asJSON bool) error {
 	p := st.Predicate
 	if err := replayable(p); err != nil {
-		return e.fail(exitError, "request %s: cannot replay: %v", p.RequestID, err)
+		return fail(exitError, "request %s: cannot replay: %v", p.RequestID, err)
 	}
 	wcfg, digest, err := replayConfig(cfg.Wasm, p)
 	if err != nil {
-		return e.fail(exitError, "request %s: cannot replay: %v", p.RequestID, err)
+		return fail(exitError, "request %s: cannot replay: %v", p.RequestID, err)
 	}
 	r, err := wasmrun.Replay(ctx, wcfg, p.Tool, input)
 	if err != nil {
-		return e.fail(exitError, "request %s: cannot replay: %v", p.RequestID, err)
+		return fail(exitError, "request %s: cannot replay: %v", p.RequestID, err)
 	}
 	rep := compare(st, r)
 	rep.KeyID, rep.ModuleDigest = keyID, digest
 	if asJSON {
-		if code := printJSON(e, rep); code != exitOK {
-			return code
+		if err := printJSON(e, rep); err != nil {
+			return err
 		}
 	} else {
 		printReplay(e, rep)
 	}
 	if !rep.OK {
-		return exitNotOK
+		return exitCode(exitNotOK) // the report says what differs
 	}
-	return exitOK
+	return nil
 }
 
 // verifyKey loads the attestation public key: path, else the one

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 	"github.com/transparency-dev/formats/log"
 	fnote "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/merkle/proof"
@@ -31,8 +32,6 @@ import (
 // moves its state. A log that lost, rewrote or forked what the witness
 // saw gets no cosignature, and serve, which publishes a checkpoint only
 // once its witnesses have cosigned it, publishes nothing new.
-
-const witnessUsage = "execledger witness --log-key K --key WITNESS_KEY --state FILE [--once] [--interval D] [--config FILE] [--json]"
 
 // Refusal kinds.
 const (
@@ -95,38 +94,64 @@ type dbError struct{ err error }
 func (e dbError) Error() string { return e.err.Error() }
 func (e dbError) Unwrap() error { return e.err }
 
-func runWitness(ctx context.Context, e *env, args []string) int {
-	fs, cfgPath := newFlagSet(e, "witness")
-	logKey := fs.String("log-key", "", "the log's verifier `KEY`: the FILE.pub that execledger keygen --note writes, or the key text")
-	key := fs.String("key", "", "the witness's signer key `FILE` (execledger keygen --witness writes it)")
-	state := fs.String("state", "", "the state `FILE`: the last checkpoint the witness accepted (missing or empty: trust on first use)")
-	once := fs.Bool("once", false, "one pass, then exit")
-	interval := fs.Duration("interval", 5*time.Second, "time between passes")
-	asJSON := fs.Bool("json", false, "print a JSON object per pass")
-	if _, code, ok := e.parseArgs(fs, args, 0, witnessUsage); !ok {
-		return code
+// witnessFlags are witness's flags.
+type witnessFlags struct {
+	logKey, key, state string
+	once               bool
+	interval           time.Duration
+}
+
+func newWitnessCmd(e *env) *cobra.Command {
+	var f witnessFlags
+	cmd := &cobra.Command{
+		Use:   "witness --log-key K --key WITNESS_KEY --state FILE",
+		Short: "Check that the log's newest checkpoint extends the last one this witness accepted, then cosign it",
+		Long: `Witness is run by someone other than the log's operator, as an auditor login. Each pass it
+reads the log's newest checkpoint, checks that the tree it commits to extends the one the
+witness accepted before (--state; trust on first use when missing or empty), and only then
+cosigns it (C2SP tlog-cosignature) and moves its state. It exits 3 when it refuses a
+checkpoint: rollback, fork, inconsistent, bad signature. Without --once it passes every
+--interval until stopped.`,
+		Example: `  execledger witness --log-key log.key.pub --key witness.key --state witness.state --once
+  execledger witness --log-key log.key.pub --key witness.key --state witness.state --interval 30s --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWitness(cmd.Context(), e, f)
+		},
 	}
-	for _, f := range []struct{ name, v string }{{"--log-key", *logKey}, {"--key", *key}, {"--state", *state}} {
-		if f.v == "" {
-			return e.fail(exitUsage, "witness needs %s\nusage: %s", f.name, witnessUsage)
+	fl := cmd.Flags()
+	fl.StringVar(&f.logKey, "log-key", "", "the log's verifier `KEY`: the FILE.pub that execledger keygen --note writes, or the key text")
+	fl.StringVar(&f.key, "key", "", "the witness's signer key `FILE` (execledger keygen --witness writes it)")
+	fl.StringVar(&f.state, "state", "", "the state `FILE`: the last checkpoint the witness accepted (missing or empty: trust on first use)")
+	fl.BoolVar(&f.once, "once", false, "one pass, then exit")
+	fl.DurationVar(&f.interval, "interval", 5*time.Second, "time between passes")
+	e.jsonFlag(cmd, "print a JSON object per pass")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func runWitness(ctx context.Context, e *env, f witnessFlags) error {
+	for _, fl := range []struct{ name, v string }{{"--log-key", f.logKey}, {"--key", f.key}, {"--state", f.state}} {
+		if fl.v == "" {
+			return fail(exitUsage, "witness needs %s", fl.name)
 		}
 	}
-	if *interval <= 0 {
-		return e.fail(exitUsage, "--interval must be positive\nusage: %s", witnessUsage)
+	if f.interval <= 0 {
+		return fail(exitUsage, "--interval must be positive")
 	}
-	w, err := newWitness(*logKey, *key, *state)
+	w, err := newWitness(f.logKey, f.key, f.state)
 	if err != nil {
-		return e.fail(exitError, "witness: %v", err)
+		return fail(exitError, "witness: %v", err)
 	}
-	cfg, err := e.loadConfig(*cfgPath)
+	cfg, err := e.loadConfig(e.config)
 	if err == nil && cfg.Database.URL == "" {
 		err = errNoDatabase
 	}
 	if err != nil {
-		return e.fail(exitError, "witness: %v", err)
+		return fail(exitError, "witness: %v", err)
 	}
-	r := &witnessRunner{w: w, e: e, cfg: cfg, logger: e.logger(cfg).With(slog.String("component", "witness")), json: *asJSON}
-	return r.run(ctx, *once, *interval)
+	r := &witnessRunner{w: w, e: e, cfg: cfg, logger: e.logger(cfg).With(slog.String("component", "witness")), json: e.json}
+	return r.run(ctx, f.once, f.interval)
 }
 
 func newWitness(logKey, key, state string) (*witness, error) {
@@ -281,7 +306,7 @@ type witnessRunner struct {
 
 // run runs one pass (once) or one every interval until ctx ends or a
 // pass refuses.
-func (r *witnessRunner) run(ctx context.Context, once bool, interval time.Duration) int {
+func (r *witnessRunner) run(ctx context.Context, once bool, interval time.Duration) error {
 	defer func() {
 		if r.pool != nil {
 			r.pool.Close()
@@ -293,23 +318,23 @@ func (r *witnessRunner) run(ctx context.Context, once bool, interval time.Durati
 		var ref *refusal
 		switch {
 		case !once && ctx.Err() != nil:
-			return exitOK
+			return nil
 		case errors.As(err, &ref):
 			r.report(p)
-			return r.e.fail(exitNotOK, "witness %v", err)
+			return fail(exitNotOK, "witness %v", err)
 		case err == nil:
 			r.report(p)
 			retry = witnessRetryFirst
 			if once || !sleep(ctx, interval) {
-				return exitOK
+				return nil
 			}
 			continue
 		case once || !transient(err):
-			return r.e.fail(exitError, "witness: %v", err)
+			return fail(exitError, "witness: %v", err)
 		}
 		r.logger.Warn("witness pass failed; retrying", slog.Any("error", err), slog.Duration("retry_in", retry))
 		if !sleep(ctx, retry) {
-			return exitOK
+			return nil
 		}
 		retry = min(retry*2, witnessRetryMax)
 	}

@@ -82,6 +82,13 @@
 // this host are recorded (lost, or ended/orphaned when one had to be
 // killed) when a Tool starts and every OrphanScan.
 //
+// Workspaces (workspace.go; Config.Workspaces): a run's workspace is
+// deleted, and its tier B uid freed, once the ledger shows the run idle
+// for the TTL (no open request, no running background process, the last
+// finish TTL old) and no process on the host works in it or runs as its
+// uid. The decision is taken under the workspace root's lock, which a
+// call holds while it makes its workspace; the removal follows no link.
+//
 // Output: stdout and stderr share one budget, Config.OutputLimit, read in 4
 // KiB chunks. Past the budget the tree is stopped, the output read so far is
 // kept and marked truncated, and the call fails with quota_exceeded

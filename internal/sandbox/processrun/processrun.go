@@ -120,11 +120,15 @@ type Config struct {
 	// Redactor redacts stored output; nil means redact.New with defaults.
 	// Register run secrets with its AddSecret.
 	Redactor *redact.Redactor
+	// Workspaces configures the deletion of idle runs' workspaces
+	// (workspace.go); a zero value keeps them forever.
+	Workspaces WorkspaceConfig
 }
 
 // Tool is the process.run tool. It is safe for concurrent use.
 type Tool struct {
 	bg     *background // nil: background processes refused
+	sweep  *sweeper    // nil: workspaces are kept forever
 	cfg    Config
 	filter *seccomp.Filter // tier B's filter, for the enforcement record
 
@@ -193,6 +197,9 @@ func New(cfg Config) (*Tool, error) {
 	if err := cfg.cgroupDefaults(); err != nil {
 		return nil, err
 	}
+	if err := cfg.workspaceDefaults(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.WorkspaceRoot, 0o711); err != nil {
 		return nil, fmt.Errorf("processrun: workspace root: %w", err)
 	}
@@ -206,13 +213,15 @@ func New(cfg Config) (*Tool, error) {
 			return nil, err
 		}
 	}
+	t.sweep = startSweeper(t)
 	return t, nil
 }
 
-// Close stops the background processes this tool supervises and waits,
-// until ctx ends, for their ends to be recorded. Calls after Close may not
-// start background processes.
+// Close stops the workspace sweep and the background processes this tool
+// supervises and waits, until ctx ends, for their ends to be recorded.
+// Calls after Close may not start background processes.
 func (t *Tool) Close(ctx context.Context) error {
+	t.sweep.stop()
 	if t.bg == nil {
 		return nil
 	}
@@ -331,17 +340,25 @@ func (t *Tool) workspace(call executor.Call) (string, error) {
 	if err := component("principal", call.Principal); err != nil {
 		return "", err
 	}
-	run := "_req-" + call.RequestID.String()
+	run := reqPrefix + call.RequestID.String()
 	if call.RunID != "" {
 		if err := component("run_id", call.RunID); err != nil {
 			return "", err
 		}
-		if strings.HasPrefix(call.RunID, "_req-") {
+		if strings.HasPrefix(call.RunID, reqPrefix) || strings.HasPrefix(call.RunID, trashPrefix) {
 			return "", &procinput.Error{Kind: procinput.KindInvalidInput, Reason: "workspace_name_invalid",
-				Message: "run ids starting with _req- are reserved"}
+				Message: "run ids starting with " + reqPrefix + " or " + trashPrefix + " are reserved"}
 		}
 		run = call.RunID
 	}
+	// Under the root's lock, as the workspace sweep decides and renames
+	// (workspace.go): the directory found here is not being deleted, or a
+	// fresh one is made.
+	unlock, err := lockDir(t.cfg.WorkspaceRoot)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	parent := filepath.Join(t.cfg.WorkspaceRoot, call.Principal)
 	// 0711: the sandbox uid may traverse to its own run but not list
 	// the others.

@@ -23,7 +23,8 @@ import (
 // directory itself (no lock file whose name a principal could take), so
 // concurrent calls and executors sharing the root never hand out one uid
 // twice. The scan reads every run directory: its cost grows with the
-// number of workspaces kept.
+// number of workspaces kept. Idle workspaces are deleted, and their uids
+// freed, by the workspace sweep (workspace.go) under the same lock.
 //
 // So one run's processes cannot signal, ptrace or read /proc of another
 // run's, nor enter its 0700 workspace, and RLIMIT_NPROC, which the kernel
@@ -72,12 +73,8 @@ func (t *Tool) rangeText() string {
 // of the range. A directory owned by any other uid (a fresh one is root's;
 // tier C, an older executor or a person may have made it) gets a free uid;
 // only the directory is given to it, the files inside keep their owners.
+// The caller holds the workspace root's lock (lockDir).
 func (t *Tool) assignUID(dir string) error {
-	unlock, err := lockDir(t.cfg.WorkspaceRoot)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	uid, err := ownerOf(dir)
 	if err != nil {
 		return err
