@@ -378,6 +378,8 @@ func processTools(ctx context.Context, p config.Process, pool *pgxpool.Pool, log
 			FileSize: uint64(p.RlimitFileSize), OpenFiles: uint64(p.RlimitOpenFiles), Processes: uint64(p.RlimitProcesses)},
 		OutputLimit: p.OutputLimitBytes, KillGrace: p.KillGrace.Duration, UID: uint32(p.UID), GID: uint32(p.GID),
 		EgressPorts: p.EgressPorts, EgressPrivateRanges: private,
+		Workspaces: processrun.WorkspaceConfig{TTL: p.WorkspaceTTL.Duration, SweepInterval: p.WorkspaceSweepInterval.Duration,
+			Activity: processrun.NewLedgerActivity(pool), Logger: logger.With(slog.String("component", "process.run"))},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("process_run: %w", err)
