@@ -23,6 +23,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConcurrency: an append lost an optimistic-concurrency race; see ConcurrencyError.
 	ErrConcurrency = errors.New("concurrency conflict")
+	// ErrWrongState: the request is not in a state that allows the call,
+	// such as approving one that runs already (SQLSTATE 55000).
+	ErrWrongState = errors.New("wrong state")
 )
 
 // ConcurrencyError is returned when a stream is not at the version an
@@ -77,6 +80,8 @@ func sqlError(op string, err error) error {
 		kind = ErrIdempotencyConflict
 	case "P0002":
 		kind = ErrNotFound
+	case "55000":
+		kind = ErrWrongState
 	default:
 		return fmt.Errorf("ledger: %s: %w", op, err)
 	}

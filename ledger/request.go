@@ -31,6 +31,14 @@ func (s State) Final() bool {
 	return false
 }
 
+// States lists every state, in the order a request may pass through them.
+var States = []State{StatePending, StateAwaitingApproval, StateRunning, StateSucceeded, StateFailed, StateDenied, StateCancelled}
+
+// Valid reports whether s is one of States.
+func (s State) Valid() bool {
+	return s == StatePending || s == StateAwaitingApproval || s == StateRunning || s.Final()
+}
+
 // ErrorKind says machine-readably why a request did not succeed.
 type ErrorKind string
 

@@ -1,0 +1,96 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ListParams filter Client.List; a zero field matches every request.
+type ListParams struct {
+	State     State
+	Principal string
+	Tool      string
+	RunID     string
+	Since     time.Time // submitted at or after
+	Until     time.Time // submitted before
+	// Limit is the most requests returned, newest first: 50 when zero, at
+	// most 1,000.
+	Limit int
+}
+
+// MaxListLimit bounds ListParams.Limit.
+const MaxListLimit = 1000
+
+const queryListRequests = `SELECT id, principal, tool, run_id, state, error_kind, error, output, tier,
+       attestation_digest, submitted_at, finished_at
+FROM ledger.requests
+WHERE ($1 = '' OR state = $1) AND ($2 = '' OR principal = $2) AND ($3 = '' OR tool = $3)
+  AND ($4 = '' OR run_id = $4) AND ($5::timestamptz IS NULL OR submitted_at >= $5)
+  AND ($6::timestamptz IS NULL OR submitted_at < $6)
+ORDER BY submitted_at DESC, id DESC
+LIMIT $7`
+
+// List returns the requests the caller may see (a submitter its own
+// principal's, auditors and administrators all) that match p, newest first.
+func (c *Client) List(ctx context.Context, p ListParams) ([]Request, error) {
+	if p.Limit == 0 {
+		p.Limit = 50
+	}
+	if p.Limit < 1 || p.Limit > MaxListLimit {
+		return nil, fmt.Errorf("ledger: list: %w: limit %d is not between 1 and %d", ErrInvalidInput, p.Limit, MaxListLimit)
+	}
+	if p.State != "" && !p.State.Valid() {
+		return nil, fmt.Errorf("ledger: list: %w: no state %q", ErrInvalidInput, p.State)
+	}
+	rows, err := c.pool.Query(ctx, queryListRequests, string(p.State), p.Principal, p.Tool, p.RunID,
+		nullTime(p.Since), nullTime(p.Until), p.Limit)
+	if err != nil {
+		return nil, sqlError("list", err)
+	}
+	defer rows.Close()
+	var out []Request
+	for rows.Next() {
+		var r Request
+		var output []byte
+		if err := rows.Scan(&r.ID, &r.Principal, &r.Tool, &r.RunID, &r.State, &r.ErrorKind, &r.Error, &output,
+			&r.Tier, &r.AttestationDigest, &r.SubmittedAt, &r.FinishedAt); err != nil {
+			return nil, sqlError("list", err)
+		}
+		r.Output = output
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqlError("list", err)
+	}
+	return out, nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// Approve lets a request waiting for approval run (ledger.approve). The
+// caller must be an approver and not the submitter; a non-empty
+// inputDigest ("sha256:<hex>") binds the approval to exactly that input.
+// ErrWrongState: the request runs already, has ended or is approved.
+func (c *Client) Approve(ctx context.Context, id uuid.UUID, note, inputDigest string) error {
+	if _, err := c.pool.Exec(ctx, `SELECT ledger.approve($1, $2, $3)`, id, nullable(note), nullable(inputDigest)); err != nil {
+		return sqlError("approve", err)
+	}
+	return nil
+}
+
+// DenyApproval ends a request waiting for approval as denied
+// (ledger.deny_approval), under Approve's rules.
+func (c *Client) DenyApproval(ctx context.Context, id uuid.UUID, note string) error {
+	if _, err := c.pool.Exec(ctx, `SELECT ledger.deny_approval($1, $2)`, id, nullable(note)); err != nil {
+		return sqlError("deny approval", err)
+	}
+	return nil
+}
