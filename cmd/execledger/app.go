@@ -92,9 +92,8 @@ Exit codes: 0 done, 1 error, 2 usage, 3 not ok, 4 timeout, 5 not found, 6 not fa
 			}
 			return groupRun(cmd, args)
 		},
-		SilenceErrors:              true,
-		SilenceUsage:               true,
-		SuggestionsMinimumDistance: 2,
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
 	root.SetIn(e.io.in)
 	root.SetOut(e.io.out)
@@ -116,12 +115,13 @@ Exit codes: 0 done, 1 error, 2 usage, 3 not ok, 4 timeout, 5 not found, 6 not fa
 		}
 	}
 	add(groupService, newDevCmd(e), newServeCmd(e), newMigrateCmd(e), newBenchCmd(e))
-	add(groupClient, newSubmitCmd(e), newStatusCmd(e), newRequestsCmd(e), newCancelCmd(e), newApproveCmd(e), newDenyCmd(e))
+	add(groupClient, newSubmitCmd(e), newStatusCmd(e))
 	add(groupAudit, newAuditCmd(e), newExportCmd(e), newVerifyCmd(e), newProveCmd(e), newWitnessCmd(e))
 	add(groupAdmin, newProjectorCmd(e), newSkillCmd(e), newKeygenCmd(e))
 	root.AddCommand(newVersionCmd(e))
 	root.SetHelpCommand(newHelpCmd(root))
 	initCompletionCmd(root)
+	finishTree(root)
 	return root
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -50,13 +51,12 @@ func usageLine(cmd *cobra.Command) string {
 // usage error.
 func newGroupCmd(use, short, long, example string, subs ...*cobra.Command) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:                        use,
-		Short:                      short,
-		Long:                       long,
-		Example:                    example,
-		Args:                       cobra.ArbitraryArgs,
-		RunE:                       groupRun,
-		SuggestionsMinimumDistance: 2,
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    cobra.ArbitraryArgs,
+		RunE:    groupRun,
 	}
 	cmd.AddCommand(subs...)
 	return cmd
@@ -123,6 +123,27 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
+	}
+}
+
+// finishTree gives every command of the tree the same handling: a typo
+// of a subcommand gets a suggestion, and an error a RunE returns that is
+// not a *cmdError is a failure (exitError). The plain errors that reach
+// printError are then cobra's own (flags, arguments): usage errors.
+func finishTree(c *cobra.Command) {
+	c.SuggestionsMinimumDistance = 2
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			var ce *cmdError
+			if err != nil && !errors.As(err, &ce) {
+				return &cmdError{code: exitError, msg: err.Error()}
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		finishTree(sub)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -145,6 +146,22 @@ func TestJSONErrors(t *testing.T) {
 		if exitKinds[code] == "" {
 			t.Errorf("exit code %d has no kind", code)
 		}
+	}
+}
+
+// TestPlainErrors: an error a command returns that is not made by fail
+// is a failure (exit 1), not a usage error.
+func TestPlainErrors(t *testing.T) {
+	t.Parallel()
+	var errb strings.Builder
+	e := &env{io: &stdio{in: strings.NewReader(""), out: &strings.Builder{}, err: &errb}}
+	root := newRootCmd(e)
+	root.AddCommand(&cobra.Command{Use: "boom", RunE: func(*cobra.Command, []string) error { return errors.New("boom") }})
+	finishTree(root)
+	root.SetArgs([]string{"boom"})
+	cmd, err := root.ExecuteC()
+	if code := printError(&errb, cmd, err, false); code != exitError || errb.String() != "execledger: boom\n" {
+		t.Errorf("code %d, stderr %q", code, errb.String())
 	}
 }
 
