@@ -363,7 +363,10 @@ func TestWorkspaceDeletionFollowsNoLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for link, target := range map[string]string{"to-dir": dir, "to-file": file, "to-root": "/", "deep/rel": rel} {
+	// Never a link to "/" or any host directory that matters: with the
+	// removal broken on purpose (to see this test fail), such a link led it
+	// to delete the machine's /etc. The decoys are the test's own.
+	for link, target := range map[string]string{"to-dir": dir, "to-file": file, "deep/rel": rel} {
 		p := filepath.Join(ws, link)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
