@@ -23,6 +23,7 @@ func (e *Executor) start(j *job) {
 	go func() {
 		res := e.execute(j)
 		endRun(res)
+		e.metrics.ran(e, j, res)
 		o := outcome{job: j, result: res, finished: time.Now()}
 		j.done.Store(true)
 		// The slot is freed only once the completer has the outcome, so the

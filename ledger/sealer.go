@@ -216,10 +216,31 @@ func (s *Sealer) load(ctx context.Context, db DBTX) error {
 		s.signed, s.signedAt = c.Size, c.SignedAt
 		s.metrics.setSigned(c.Size, c.SignedAt)
 	}
+	if err := s.loadWitnessed(ctx, db); err != nil {
+		return err
+	}
 	if err := db.QueryRow(ctx, queryUnsignedEvents, int64(s.signed)).Scan(&s.waiting); err != nil {
 		return fmt.Errorf("ledger: count unsigned events: %w", err)
 	}
 	s.metrics.setIntegrated(size)
+	return nil
+}
+
+// loadWitnessed sets the witnessed gauges from the newest published
+// checkpoint, so that a restarted sealer does not report the log as never
+// witnessed until the next publication.
+func (s *Sealer) loadWitnessed(ctx context.Context, db DBTX) error {
+	if s.metrics == nil {
+		return nil
+	}
+	c, err := NewestCheckpoint(ctx, db, true)
+	switch {
+	case errors.Is(err, ErrNoCheckpoint):
+		return nil
+	case err != nil:
+		return err
+	}
+	s.metrics.setWitnessed(c.Size, c.SignedAt)
 	return nil
 }
 
@@ -248,7 +269,7 @@ func (s *Sealer) sign(ctx context.Context, tx pgx.Tx) error {
 	s.signed, s.signedAt, s.waiting = size, time.Now(), 0
 	s.metrics.setSigned(size, s.signedAt)
 	if len(s.cfg.Witnesses) == 0 {
-		s.metrics.setWitnessed(size)
+		s.metrics.setWitnessed(size, s.signedAt)
 	}
 	return nil
 }
@@ -267,7 +288,7 @@ func (s *Sealer) publish(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := conn.Exec(ctx, queryLogPublish, int64(c.Size)); err != nil {
 			return fmt.Errorf("ledger: publish checkpoint %d: %w", c.Size, err)
 		}
-		s.metrics.setWitnessed(c.Size)
+		s.metrics.setWitnessed(c.Size, c.SignedAt)
 		s.cfg.Logger.Info("checkpoint published", slog.Uint64("size", c.Size))
 		break // the newest cosigned one; older ones stay unpublished
 	}

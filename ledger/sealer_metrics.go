@@ -11,7 +11,7 @@ import (
 // how far behind the newest event it is. A nil *logMetrics records nothing.
 type logMetrics struct {
 	sequenced, integrated, signed, witnessed prometheus.Gauge
-	lag, checkpointTime                      prometheus.Gauge
+	lag, checkpointTime, witnessedTime       prometheus.Gauge
 	size                                     uint64 // integrated, for sequenced
 }
 
@@ -29,8 +29,9 @@ func newLogMetrics(reg prometheus.Registerer) *logMetrics {
 		witnessed:      g("execledger_log_witnessed_size", "Tree size of the newest published checkpoint (cosigned by the witness quorum, or signed when no witness is required)."),
 		lag:            g("execledger_log_lag_seconds", "Age of the oldest committed event not yet sealed; 0 when caught up."),
 		checkpointTime: g("execledger_log_checkpoint_timestamp_seconds", "When the newest checkpoint was signed (Unix time)."),
+		witnessedTime:  g("execledger_log_witnessed_checkpoint_timestamp_seconds", "When the newest published checkpoint was signed (Unix time): behind the newest checkpoint's while the witnesses have not cosigned it."),
 	}
-	reg.MustRegister(m.sequenced, m.integrated, m.signed, m.witnessed, m.lag, m.checkpointTime)
+	reg.MustRegister(m.sequenced, m.integrated, m.signed, m.witnessed, m.lag, m.checkpointTime, m.witnessedTime)
 	return m
 }
 
@@ -48,9 +49,10 @@ func (m *logMetrics) setSigned(size uint64, at time.Time) {
 	}
 }
 
-func (m *logMetrics) setWitnessed(size uint64) {
+func (m *logMetrics) setWitnessed(size uint64, signedAt time.Time) {
 	if m != nil {
 		m.witnessed.Set(float64(size))
+		m.witnessedTime.Set(float64(signedAt.UnixNano()) / 1e9)
 	}
 }
 

@@ -21,9 +21,10 @@ import (
 
 // Server is the operations HTTP server.
 type Server struct {
-	pool     *pgxpool.Pool
-	logger   *slog.Logger
-	registry *prometheus.Registry
+	pool       *pgxpool.Pool
+	logger     *slog.Logger
+	registry   *prometheus.Registry
+	registerer prometheus.Registerer // registry, adding the executor label
 }
 
 // Config configures the operations server. The zero value is the default.
@@ -35,6 +36,11 @@ type Config struct {
 	// QuotaTimeout bounds the read of the quota projection at each scrape.
 	// Default 3s.
 	QuotaTimeout time.Duration
+	// Label, when set, is added as the constant label executor=Label to
+	// every metric registered through Registerer, the server's own queue
+	// and quota metrics included: dashboards and alerts tell processes
+	// apart by their configured name (serve.label), not by scrape address.
+	Label string
 }
 
 // DefaultQuotaTopK is Config.QuotaTopK's default.
@@ -55,13 +61,24 @@ func (c Config) withDefaults() Config {
 func New(pool *pgxpool.Pool, logger *slog.Logger, cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newQueueCollector(pool, logger), newQuotaCollector(pool, logger, cfg.QuotaTopK, cfg.QuotaTimeout))
-	return &Server{pool: pool, logger: logger, registry: reg}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var labelled prometheus.Registerer = reg
+	if cfg.Label != "" {
+		labelled = prometheus.WrapRegistererWith(prometheus.Labels{ExecutorLabel: cfg.Label}, reg)
+	}
+	labelled.MustRegister(newQueueCollector(pool, logger), newQuotaCollector(pool, logger, cfg.QuotaTopK, cfg.QuotaTimeout))
+	return &Server{pool: pool, logger: logger, registry: reg, registerer: labelled}
 }
 
-// Registry is where metrics are registered.
+// ExecutorLabel is the constant label Config.Label sets.
+const ExecutorLabel = "executor"
+
+// Registry is the registry /metrics serves.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// Registerer is where components register their metrics: the registry,
+// adding the executor label when Config.Label is set.
+func (s *Server) Registerer() prometheus.Registerer { return s.registerer }
 
 // Handler serves /healthz, /readyz and /metrics.
 func (s *Server) Handler() http.Handler {
