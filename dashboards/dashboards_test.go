@@ -3,7 +3,8 @@
 // query of every panel returns data: the Prometheus ones from a real
 // Prometheus scraping a real, loaded `execledger serve`, the PostgreSQL
 // ones from the database as a login that holds only ledger_reader, as
-// Grafana's data source does.
+// Grafana's data source does. The alert rules pass promtool's checks and
+// unit tests, and evaluate without error on the same real Prometheus.
 package dashboards_test
 
 import (
@@ -11,10 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -67,8 +70,10 @@ type dashboard struct {
 	Title      string `json:"title"`
 	Templating struct {
 		List []struct {
-			Name       string `json:"name"`
-			Definition string `json:"definition"`
+			Name       string          `json:"name"`
+			Type       string          `json:"type"`
+			Query      json.RawMessage `json:"query"`
+			Definition string          `json:"definition"`
 		} `json:"list"`
 	} `json:"templating"`
 	Panels []struct {
@@ -83,9 +88,16 @@ type dashboard struct {
 	} `json:"panels"`
 }
 
+// requiredVariables are the template variables every dashboard has: the
+// Prometheus data source, and the executor (serve.label) whose series it
+// shows. Every Prometheus query of every panel uses both.
+var requiredVariables = []string{"datasource", "executor"}
+
 // loadDashboards parses every dashboard and checks what Grafana needs of
 // it: a uid of its own, a title, panels, and data sources that are
-// provisioned.
+// provisioned or a data source variable of a provisioned type; and what
+// operators need of it: the variables of requiredVariables, used by every
+// Prometheus query.
 func loadDashboards(t *testing.T) []dashboard {
 	t.Helper()
 	files, err := filepath.Glob("grafana/dashboards/*.json")
@@ -112,20 +124,69 @@ func loadDashboards(t *testing.T) []dashboard {
 			t.Errorf("%s and %s share uid %s", f, other, d.UID)
 		}
 		uids[d.UID] = f
+		dsVars := datasourceVariables(t, d)
 		for _, p := range d.Panels {
 			for _, tg := range p.Targets {
 				ds := p.Datasource
 				if tg.Datasource != nil {
 					ds = *tg.Datasource
 				}
-				if provisioned[ds.UID] != ds.Type {
+				if name, isVar := variableRef(ds.UID); isVar {
+					if dsVars[name] != ds.Type || !slices.Contains(slices.Collect(maps.Values(provisioned)), ds.Type) {
+						t.Errorf("%s, panel %q: data source variable %s is not one of type %s, or none of that type is provisioned", f, p.Title, ds.UID, ds.Type)
+					}
+				} else if provisioned[ds.UID] != ds.Type {
 					t.Errorf("%s, panel %q: data source %s (%s) is not provisioned with that type", f, p.Title, ds.UID, ds.Type)
+				}
+				if ds.Type != "prometheus" {
+					continue
+				}
+				if ds.UID != "${datasource}" {
+					t.Errorf("%s, panel %q %s: queries data source %s, not the variable ${datasource}", f, p.Title, tg.RefID, ds.UID)
+				}
+				if !strings.Contains(tg.Expr, `executor=~"$executor"`) {
+					t.Errorf("%s, panel %q %s: does not select executor=~\"$executor\": %s", f, p.Title, tg.RefID, tg.Expr)
 				}
 			}
 		}
 		out = append(out, d)
 	}
 	return out
+}
+
+// datasourceVariables checks that d has the variables of
+// requiredVariables and maps each of its data source variables to the
+// type of data source it selects.
+func datasourceVariables(t *testing.T, d dashboard) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	names := map[string]bool{}
+	for _, v := range d.Templating.List {
+		names[v.Name] = true
+		if v.Type == "datasource" {
+			var typ string
+			if err := json.Unmarshal(v.Query, &typ); err != nil {
+				t.Errorf("%s: data source variable %s: query is not a type name: %s", d.file, v.Name, v.Query)
+			}
+			out[v.Name] = typ
+		}
+	}
+	for _, want := range requiredVariables {
+		if !names[want] {
+			t.Errorf("%s: no template variable %s", d.file, want)
+		}
+	}
+	return out
+}
+
+// variableRef tells whether s is a reference to a template variable,
+// ${name} or $name, and returns the name.
+func variableRef(s string) (string, bool) {
+	m := templateVar.FindStringSubmatch(s)
+	if m == nil || m[0] != s {
+		return "", false
+	}
+	return m[1] + m[3], true
 }
 
 // provisionedDatasources maps the uid of each data source in
@@ -158,45 +219,109 @@ func provisionedDatasources(t *testing.T) map[string]string {
 
 var metricName = regexp.MustCompile(`\bexecledger_[a-z0-9_]+`)
 
-// checkExported fails for every metric a dashboard queries that is not
-// in metrics, serve's /metrics.
-func checkExported(t *testing.T, dashboards []dashboard, metrics []byte) {
+// query is a PromQL expression and where it comes from.
+type query struct{ where, expr string }
+
+// dashboardQueries lists every Prometheus query of every panel.
+func dashboardQueries(dashboards []dashboard) []query {
+	var out []query
+	for _, d := range dashboards {
+		for _, p := range d.Panels {
+			for _, tg := range p.Targets {
+				if tg.Expr != "" {
+					out = append(out, query{fmt.Sprintf("%s, panel %q %s", d.file, p.Title, tg.RefID), tg.Expr})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkExported fails for every metric a query names that is not in
+// metrics, serve's /metrics.
+func checkExported(t *testing.T, queries []query, metrics []byte) {
 	t.Helper()
 	exported := map[string]bool{}
 	for _, name := range metricName.FindAllString(string(metrics), -1) {
 		exported[name] = true
 	}
-	for _, d := range dashboards {
-		for _, p := range d.Panels {
-			for _, tg := range p.Targets {
-				for _, name := range metricName.FindAllString(tg.Expr, -1) {
-					if !exported[strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")] {
-						t.Errorf("%s, panel %q: %s is not exported by execledger serve", d.file, p.Title, name)
-					}
-				}
+	for _, q := range queries {
+		for _, name := range metricName.FindAllString(q.expr, -1) {
+			if !exported[family(name)] {
+				t.Errorf("%s: %s is not exported by execledger serve", q.where, name)
 			}
 		}
 	}
 }
 
+// family is the metric family of a series name: a histogram's without
+// _bucket, _sum or _count.
+func family(name string) string {
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if f, ok := strings.CutSuffix(name, suffix); ok {
+			return f
+		}
+	}
+	return name
+}
+
+// alertRules is the rules file prometheus.yml loads.
+const alertRules = "prometheus/alerts.yml"
+
+// variableSets are the values the template variables take in the checks:
+// All, and one real value each where a panel of every dashboard has data
+// for it (ops is the principal with series of its own, serveLabel the
+// test serve's executor).
+var variableSets = []map[string]string{
+	{"principal": allValue, "executor": allValue, "tier": allValue, "tool": allValue},
+	{"principal": "ops", "executor": serveLabel, "tier": allValue, "tool": allValue},
+}
+
+// mayStayZero are counters a dashboard shows that the load does not move,
+// and why.
+var mayStayZero = map[string]string{
+	"execledger_lease_rescues_total": "no lease expires under the load",
+}
+
 // TestDashboardsReturnData runs every query of every dashboard against a
 // real Prometheus scraping a loaded serve, and against the database: each
 // must return data. The quota panels wait for the projection engine to
-// apply the load, so they are polled with a deadline.
+// apply the load, so they are polled with a deadline. The same Prometheus
+// evaluates the alert rules: each must evaluate without error on serve's
+// real series.
 func TestDashboardsReturnData(t *testing.T) {
 	t.Parallel()
 	dashboards := loadDashboards(t)
 	s := startServe(t)
-	prom := startPrometheus(t, s.addr)
+	prom := startPrometheus(t, s.addr, alertRules)
 	s.load(t)
 	reader := s.db.LoginRole(t, "", "ledger_reader")
 
 	var checks []*check
-	// Every quota counter a dashboard shows has moved: the load reached
-	// the projection.
-	for _, name := range quotaCounters(dashboards) {
-		checks = append(checks, &check{what: "the load in " + name, run: func() (int, error) { return prom.query("sum(" + name + ") > 0") }})
+	// Every counter and histogram a dashboard shows has moved: the load
+	// reached the executor's metrics and the quota projection.
+	for _, name := range countersShown(dashboards) {
+		if mayStayZero[name] != "" {
+			continue
+		}
+		q := fmt.Sprintf("sum(%s{executor=%q}) > 0", name, serveLabel)
+		checks = append(checks, &check{what: "the load in " + name, run: func() (int, error) { return prom.query(q) }})
 	}
+	// Kills of each reason the load provokes, and egress both ways.
+	for _, sel := range []string{`execledger_sandbox_kills_total{tier="C", reason="timeout"}`,
+		`execledger_sandbox_kills_total{tier="C", reason="output_limit"}`, `execledger_sandbox_kills_total{tier="A", reason="fuel"}`,
+		`execledger_egress_connections_total{tier="C", allowed="true"}`, `execledger_egress_connections_total{tier="C", allowed="false"}`,
+		`execledger_requests_finished_total{error_kind="budget_exhausted"}`} {
+		checks = append(checks, &check{what: "the load in " + sel, run: func() (int, error) { return prom.query("sum(" + sel + ") > 0") }})
+	}
+	checks = append(checks, &check{what: "variable executor", run: func() (int, error) {
+		for _, metric := range []string{"execledger_executor_inflight", "execledger_database_up", "execledger_quota_up"} {
+			if got := strings.Join(prom.labelValues(t, metric, "executor"), " "); got != serveLabel {
+				return 0, fmt.Errorf("label_values(%s, executor) = [%s], want [%s]", metric, got, serveLabel)
+			}
+		}
+		return 1, nil
+	}})
 	// ops, the principal with the most calls, has series of its own; bob,
 	// with quota_metrics_top_k 1, is in other.
 	checks = append(checks, &check{what: "variable principal", run: func() (int, error) {
@@ -209,34 +334,47 @@ func TestDashboardsReturnData(t *testing.T) {
 	for _, d := range dashboards {
 		for _, p := range d.Panels {
 			for _, tg := range p.Targets {
-				for _, principal := range []string{allValue, "ops"} {
-					where := fmt.Sprintf("%s, panel %q %s, principal=%s", d.file, p.Title, tg.RefID, principal)
-					checks = append(checks, panelCheck(prom, reader.Pool, where, tg.Expr, tg.RawSQL, principal))
+				for _, vars := range variableSets {
+					where := fmt.Sprintf("%s, panel %q %s, principal=%s executor=%s", d.file, p.Title, tg.RefID, vars["principal"], vars["executor"])
+					checks = append(checks, panelCheck(prom, reader.Pool, where, tg.Expr, tg.RawSQL, vars))
 				}
 			}
 		}
 	}
+	// Every alert rule has been evaluated on serve's series, without error.
+	checks = append(checks, &check{what: "the alert rules of " + alertRules, run: func() (int, error) {
+		rules := prom.rules(t)
+		for _, r := range rules {
+			if r.Health != "ok" {
+				return 0, fmt.Errorf("rule %s: health %q %s", r.Name, r.Health, r.LastError)
+			}
+		}
+		return len(rules), nil
+	}})
 	waitForData(t, checks, 2*time.Minute, s.out)
 	// Now that the projection has applied the load, every labelled series
-	// is there too.
-	checkExported(t, dashboards, get(t, "http://"+s.addr+"/metrics"))
+	// is there too, and every series an alert reads.
+	queries := dashboardQueries(dashboards)
+	for _, r := range prom.rules(t) {
+		queries = append(queries, query{alertRules + ", alert " + r.Name, r.Query})
+	}
+	checkExported(t, queries, get(t, "http://"+s.addr+"/metrics"))
 }
 
-// quotaCounters lists the execledger_quota_*_total counters the
-// dashboards query.
-func quotaCounters(dashboards []dashboard) []string {
-	counter := regexp.MustCompile(`\bexecledger_quota_[a-z_]+_total\b`)
+// countersShown lists the counters (execledger_*_total) and histograms
+// (by their _count) the dashboards query.
+func countersShown(dashboards []dashboard) []string {
+	counter := regexp.MustCompile(`\bexecledger_[a-z0-9_]+(_total|_bucket|_sum|_count)\b`)
 	seen := map[string]bool{}
 	var out []string
-	for _, d := range dashboards {
-		for _, p := range d.Panels {
-			for _, tg := range p.Targets {
-				for _, name := range counter.FindAllString(tg.Expr, -1) {
-					if !seen[name] {
-						seen[name] = true
-						out = append(out, name)
-					}
-				}
+	for _, q := range dashboardQueries(dashboards) {
+		for _, name := range counter.FindAllString(q.expr, -1) {
+			if !strings.HasSuffix(name, "_total") {
+				name = family(name) + "_count"
+			}
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name)
 			}
 		}
 	}
@@ -256,10 +394,11 @@ type check struct {
 }
 
 // panelCheck is the check of one panel target with the template
-// variable principal set to principal: a PromQL expression or, as the
-// ledger_reader login, a SQL query.
-func panelCheck(prom *prometheus, pool *pgxpool.Pool, what, expr, sql, principal string) *check {
-	vars := map[string]string{"principal": principal, "__rate_interval": "1m"}
+// variables set to values: a PromQL expression or, as the ledger_reader
+// login, a SQL query.
+func panelCheck(prom *prometheus, pool *pgxpool.Pool, what, expr, sql string, values map[string]string) *check {
+	vars := map[string]string{"__rate_interval": "1m"}
+	maps.Copy(vars, values)
 	if sql != "" {
 		return &check{what: what, run: func() (int, error) {
 			q, err := expand(sql, vars)

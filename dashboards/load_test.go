@@ -3,6 +3,7 @@ package dashboards_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,11 +21,12 @@ type call struct {
 	state  string
 }
 
-// load submits requests that move every quota counter, for two
-// principals: allowed calls in each tier, denials by policy and by an
-// exhausted run budget, fuel (tier A), CPU and output (tier C), and
-// egress connections both allowed and refused. It returns once every
-// request is final.
+// load submits requests that move every quota counter and every executor
+// metric the dashboards show, for two principals: allowed calls in each
+// tier, denials by policy and by an exhausted run budget, fuel (tier A),
+// CPU and output (tier C), egress connections both allowed and refused,
+// and sandbox kills by timeout (tier C), output limit (tier C) and fuel
+// (tier A). It returns once every request is final.
 func (s *servedLedger) load(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
@@ -45,6 +47,8 @@ func (s *servedLedger) load(t *testing.T) {
 		return map[string]any{"command": "curl", "args": []string{"-fsSL", "--max-time", "10", "http://" + s.upstream + path},
 			"requested_egress_hosts": []string{"127.0.0.1"}}
 	}
+	slow := curl("/slow")
+	slow["timeout_ms"] = 1000
 	calls := []call{
 		{ops, "echo", text, "r1", "succeeded"},
 		{ops, "sleep", map[string]any{"ms": 1}, "r1", "denied"},
@@ -52,6 +56,9 @@ func (s *servedLedger) load(t *testing.T) {
 		{ops, "process.run", curl("/ok"), "r1", "succeeded"},
 		{ops, "process.run", curl("/away"), "r1", "failed"},
 		{ops, "acme.fuel", map[string]any{}, "r1", "succeeded"},
+		{ops, "acme.spin", map[string]any{}, "r1", "failed"},
+		{ops, "process.run", slow, "r1", "failed"},
+		{ops, "process.run", map[string]any{"command": "echo", "args": []string{strings.Repeat("x", outputLimit+1)}}, "r1", "failed"},
 		{bob, "echo", text, "b1", "succeeded"},
 		{bob, "sleep", map[string]any{"ms": 1}, "b1", "denied"},
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,9 +32,9 @@ func lookPrometheus(t *testing.T, name string) string {
 	return p
 }
 
-// startPrometheus runs Prometheus scraping target (host:port) every
-// second until the test ends.
-func startPrometheus(t *testing.T, target string) *prometheus {
+// startPrometheus runs Prometheus scraping target (host:port) and
+// evaluating the rules of ruleFiles every second until the test ends.
+func startPrometheus(t *testing.T, target string, ruleFiles ...string) *prometheus {
 	t.Helper()
 	bin := lookPrometheus(t, "prometheus")
 	dir := t.TempDir()
@@ -41,11 +42,12 @@ func startPrometheus(t *testing.T, target string) *prometheus {
 	body := fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
+rule_files: %s
 scrape_configs:
   - job_name: execledger
     static_configs:
       - targets: [%q]
-`, target)
+`, yamlList(t, ruleFiles), target)
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +73,20 @@ scrape_configs:
 	})
 	waitHTTP(t, p.url+"/-/ready", exited, p.out)
 	return p
+}
+
+// yamlList is files, made absolute, as a YAML flow sequence.
+func yamlList(t *testing.T, files []string) string {
+	t.Helper()
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quoted[i] = strconv.Quote(abs)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }
 
 // promResponse is the envelope of Prometheus's HTTP API.
@@ -125,4 +141,38 @@ func (p *prometheus) labelValues(t *testing.T, metric, label string) []string {
 		t.Fatal(err)
 	}
 	return values
+}
+
+// rule is an alerting rule as Prometheus loaded it.
+type rule struct {
+	Name        string            `json:"name"`
+	Query       string            `json:"query"`
+	Duration    float64           `json:"duration"` // for:, in seconds
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	Health      string            `json:"health"`
+	LastError   string            `json:"lastError"`
+	Type        string            `json:"type"`
+}
+
+// rules lists the alerting rules Prometheus has loaded.
+func (p *prometheus) rules(t *testing.T) []rule {
+	t.Helper()
+	var r promResponse
+	if err := json.Unmarshal(get(t, p.url+"/api/v1/rules?type=alert"), &r); err != nil || r.Status != "success" {
+		t.Fatalf("rules: %v %s", err, r.Error)
+	}
+	var data struct {
+		Groups []struct {
+			Rules []rule `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(r.Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	var out []rule
+	for _, g := range data.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out
 }

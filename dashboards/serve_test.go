@@ -22,6 +22,7 @@ import (
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
 )
 
 // servedLedger is a real `execledger serve` process on a test database:
@@ -44,6 +45,10 @@ permit (principal == Principal::"ops", action == Action::"tool.execute", resourc
 permit (principal == Principal::"bob", action == Action::"tool.execute", resource == Tool::"echo");
 `
 
+// serveLabel is the test serve's serve.label: the executor label of every
+// metric it exports.
+const serveLabel = "dash-1"
+
 // fuelWAT is a tier A skill that loops a thousand times, so that its calls
 // consume fuel, and returns 42.
 const fuelWAT = `(module
@@ -53,9 +58,20 @@ const fuelWAT = `(module
       (br_if $l (i32.lt_u (local.get 0) (i32.const 1000))))
     (i32.const 42)))`
 
+// spinWAT is a tier A skill that loops until its fuel runs out: a kill by
+// fuel.
+const spinWAT = `(module
+  (func (export "run") (result i32)
+    (loop $l (br $l))
+    (i32.const 0)))`
+
+// outputLimit is the test serve's process_run.output_limit_bytes: the load
+// writes more, for a kill by output limit.
+const outputLimit = 2048
+
 // startServe builds execledger and runs serve until the test ends, with
 // the executor, process.run in tier C with strict egress to a local HTTP
-// server, and one tier A skill.
+// server, two tier A skills, and the sealer signing checkpoints.
 func startServe(t *testing.T) *servedLedger {
 	t.Helper()
 	s := &servedLedger{db: testdb.New(t), dir: t.TempDir(), out: &syncBuffer{}}
@@ -109,10 +125,19 @@ func (s *servedLedger) writeConfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	digest := watModule(t, s.dir, "fuel", fuelWAT)
+	spin := watModule(t, s.dir, "spin", spinWAT)
+	noteKey := filepath.Join(s.dir, "log.note")
+	if _, err := ledger.GenerateNoteKey("dashboards.test/log", noteKey); err != nil {
+		t.Fatal(err)
+	}
 	_, upstreamPort, _ := net.SplitHostPort(s.upstream)
 	return write("execledger.toml", fmt.Sprintf(`
 [serve]
 quota_metrics_top_k = 1
+label = %q
+
+[sealer]
+note_key_file = %q
 
 [executor]
 poll_interval = "100ms"
@@ -132,6 +157,7 @@ egress_mode = "strict"
 egress_allowlist = ["127.0.0.1"]
 egress_ports = [%s]
 egress_private_ranges = ["127.0.0.1/32"]
+output_limit_bytes = %d
 
 [wasm]
 enabled = true
@@ -140,7 +166,13 @@ enabled = true
 tool = "acme.fuel"
 path = "fuel.wasm"
 sha256 = %q
-`, pol, key, filepath.Join(s.dir, "ws"), upstreamPort, digest))
+
+[[wasm.modules]]
+tool = "acme.spin"
+path = "spin.wasm"
+sha256 = %q
+fuel_limit = 100000
+`, serveLabel, noteKey, pol, key, filepath.Join(s.dir, "ws"), upstreamPort, outputLimit, digest, spin))
 }
 
 // buildExecledger builds cmd/execledger from this tree into dir.
@@ -183,14 +215,21 @@ func watModule(t *testing.T, dir, name, wat string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// startUpstream serves /ok, and /away, which redirects to a port the
-// egress proxy refuses. It returns its host:port.
+// startUpstream serves /ok; /away, which redirects to a port the egress
+// proxy refuses; and /slow, which answers once the client has gone or after
+// a minute. It returns its host:port.
 func startUpstream(t *testing.T) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "upstream ok") })
 	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://127.0.0.1:1/refused", http.StatusFound)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
