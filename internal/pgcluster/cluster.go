@@ -38,6 +38,10 @@ type Options struct {
 	DataDir   string       // required; reused between runs; initdb'd when empty/missing
 	BinDir    string       // "" = discover: highest-version /usr/lib/postgresql/*/bin, else dir of `pg_config --bindir`, else PATH
 	Port      int          // 0 = pick a random free port on 127.0.0.1
+	// PreferredPort, with Port 0, is tried first when it is free (the
+	// port of the last run, so that a URL handed out then still works);
+	// taken, a random free port is picked as without it.
+	PreferredPort int
 	RunAsUser string       // used only when the process is root; "" = "postgres" if that user exists, else "nobody"
 	Logger    *slog.Logger // nil = discard
 }
@@ -71,6 +75,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.Port < 0 || opts.Port > 65535 {
 		return nil, fmt.Errorf("pgcluster: invalid port %d", opts.Port)
+	}
+	if opts.PreferredPort < 0 || opts.PreferredPort > 65535 {
+		return nil, fmt.Errorf("pgcluster: invalid preferred port %d", opts.PreferredPort)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -151,6 +158,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 	for attempt := 1; ; attempt++ {
 		port := opts.Port
+		if port == 0 && attempt == 1 && opts.PreferredPort != 0 && portFree(opts.PreferredPort) {
+			port = opts.PreferredPort
+		}
 		if port == 0 {
 			if port, err = freePort(); err != nil {
 				return nil, err
@@ -327,6 +337,17 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		c.log.Info("pgcluster: postgres stopped", "port", c.port, "data_dir", c.data.path)
 	}
 	return nil
+}
+
+// portFree reports whether port can be bound on 127.0.0.1 now. Another
+// process may take it before postgres binds it; Start retries in that case.
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 // freePort asks the kernel for a free TCP port on 127.0.0.1. Another process

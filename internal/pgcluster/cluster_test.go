@@ -435,3 +435,39 @@ func TestURLEscapesDatabase(t *testing.T) {
 		t.Errorf("URL = %q, want %q", got, want)
 	}
 }
+
+// TestPreferredPort: a restart gets the port it asks for when it is free,
+// and a random one when something else holds it.
+func TestPreferredPort(t *testing.T) {
+	t.Parallel()
+	requireBinaries(t)
+	dir := testDataDir(t)
+	first := startCluster(t, dir)
+	port := first.Port()
+	if err := first.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Start(context.Background(), Options{DataDir: dir, PreferredPort: port, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Port() != port {
+		t.Errorf("restart on port %d, asked for the free %d", again.Port(), port)
+	}
+	if err := again.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	moved, err := Start(context.Background(), Options{DataDir: dir, PreferredPort: port, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("a taken preferred port is not an error: %v", err)
+	}
+	defer moved.Stop(context.Background())
+	if moved.Port() == port {
+		t.Errorf("started on the taken port %d", port)
+	}
+}
