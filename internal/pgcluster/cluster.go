@@ -38,12 +38,12 @@ type Options struct {
 	DataDir   string       // required; reused between runs; initdb'd when empty/missing
 	BinDir    string       // "" = discover: highest-version /usr/lib/postgresql/*/bin, else dir of `pg_config --bindir`, else PATH
 	Port      int          // 0 = pick a random free port on 127.0.0.1
+	RunAsUser string       // used only when the process is root; "" = "postgres" if that user exists, else "nobody"
+	Logger    *slog.Logger // nil = discard
 	// PreferredPort, with Port 0, is tried first when it is free (the
 	// port of the last run, so that a URL handed out then still works);
 	// taken, a random free port is picked as without it.
 	PreferredPort int
-	RunAsUser string       // used only when the process is root; "" = "postgres" if that user exists, else "nobody"
-	Logger    *slog.Logger // nil = discard
 }
 
 // Cluster is a running PostgreSQL server started by Start.
