@@ -162,6 +162,15 @@ func (e *Executor) fetchLoop(ctx context.Context) error {
 		free := cap(e.slots) - len(e.slots)
 		if free > 0 {
 			n, err := e.claim(ctx, min(free, e.cfg.ClaimBatch))
+			if errors.Is(err, ErrSkillsNotReady) {
+				// The claim rolled back: build its skills outside any
+				// transaction, then claim again.
+				if err := e.cfg.Skills.Prepare(ctx); err != nil && ctx.Err() == nil {
+					e.logger.Error("prepare skills", slog.Any("error", err))
+					sleep(ctx, 200*time.Millisecond)
+				}
+				continue
+			}
 			if err != nil && ctx.Err() == nil {
 				e.logger.Error("claim", slog.Any("error", err))
 				sleep(ctx, 200*time.Millisecond)

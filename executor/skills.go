@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -19,9 +20,20 @@ import (
 type Skills interface {
 	// Resolve returns, for each of tools that an installed skill serves,
 	// the tool to run or the reason it may not run. Tools no skill serves
-	// are absent. An error fails the claim (nothing is decided).
+	// are absent. An error fails the claim (nothing is decided); an error
+	// that is ErrSkillsNotReady asks for Prepare first.
 	Resolve(ctx context.Context, tx pgx.Tx, tools []string) (map[string]SkillTool, error)
+	// Prepare does, outside any transaction, the slow work Resolve found
+	// missing (auditing and compiling an artifact's modules, seconds for a
+	// large one), which Resolve then finds done. Inside the claim it would
+	// hold the claimed rows locked and could outlast their lease.
+	Prepare(ctx context.Context) error
 }
+
+// ErrSkillsNotReady is Resolve's answer when a claimed tool's skill is
+// not yet built: the executor rolls the claim back, so nothing of it is
+// recorded, calls Prepare, and claims again.
+var ErrSkillsNotReady = errors.New("executor: skills need preparing")
 
 // SkillTool is a tool of an installed skill as a claim found it.
 type SkillTool struct {
@@ -58,7 +70,7 @@ func (e *Executor) resolveSkills(ctx context.Context, tx pgx.Tx, jobs []*job) er
 	}
 	found, err := e.cfg.Skills.Resolve(ctx, tx, tools)
 	if err != nil {
-		return fmt.Errorf("claim: skills: %w", err)
+		return fmt.Errorf("claim: skills: %w", err) // ErrSkillsNotReady stays visible to errors.Is
 	}
 	for _, j := range jobs {
 		if st, ok := found[j.tool]; ok && j.impl == nil {

@@ -3,7 +3,9 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -13,17 +15,27 @@ import (
 	"github.com/execledger/execledger/ledger"
 )
 
-// fakeSkills serves acme.ok with Echo's behaviour under another name and
-// refuses acme.off, as an installed skill that is disabled.
-type fakeSkills struct{}
+// fakeSkills serves acme.ok with Echo's behaviour under another name, once
+// prepared, and refuses acme.off, as an installed skill that is disabled.
+type fakeSkills struct {
+	prepared atomic.Int32 // Prepare calls
+}
 
 type renamed struct{ Echo }
 
 func (renamed) Name() string { return "acme.ok" }
 
-func (fakeSkills) Resolve(_ context.Context, tx pgx.Tx, tools []string) (map[string]SkillTool, error) {
+func (f *fakeSkills) Prepare(context.Context) error {
+	f.prepared.Add(1)
+	return nil
+}
+
+func (f *fakeSkills) Resolve(_ context.Context, tx pgx.Tx, tools []string) (map[string]SkillTool, error) {
 	if tx == nil {
 		panic("Resolve outside the claim's transaction")
+	}
+	if slices.Contains(tools, "acme.ok") && f.prepared.Load() == 0 {
+		return nil, ErrSkillsNotReady
 	}
 	out := map[string]SkillTool{}
 	for _, t := range tools {
@@ -46,12 +58,22 @@ func (fakeSkills) Resolve(_ context.Context, tx pgx.Tx, tools []string) (map[str
 func TestSkillsSeam(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	e := setup(t, func(c *Config) { c.Skills, c.Metrics = fakeSkills{}, NewMetrics(reg) })
+	skills := &fakeSkills{}
+	e := setup(t, func(c *Config) { c.Skills, c.Metrics = skills, NewMetrics(reg) })
 	ok := submit(t, e.alice, ledger.SubmitParams{Tool: "acme.ok", Input: map[string]any{"text": "hi"}})
 	off := submit(t, e.alice, ledger.SubmitParams{Tool: "acme.off", Input: map[string]any{}})
 	none := submit(t, e.alice, ledger.SubmitParams{Tool: "acme.none", Input: map[string]any{}})
 	if r := await(t, e.alice, ok); r.State != ledger.StateSucceeded {
 		t.Fatalf("acme.ok: %+v", r)
+	}
+	// The first claim found acme.ok unprepared and rolled back: Prepare ran
+	// once, outside it, and the claim that ran the call is the only one on
+	// the record.
+	if n := skills.prepared.Load(); n != 1 {
+		t.Errorf("Prepare ran %d times, want 1", n)
+	}
+	if got := strings.Count(types(e.events(t, ok)), "request.claimed"); got != 1 {
+		t.Errorf("acme.ok was claimed %d times on the record: %s", got, types(e.events(t, ok)))
 	}
 	st := e.verifyAttestation(t, waitAttested(t, e, ok))
 	b, _ := json.Marshal(st.Predicate)

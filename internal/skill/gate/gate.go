@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -34,6 +35,17 @@ type Gate struct {
 
 	mu    sync.Mutex
 	built map[string]*artifactTools // by payload digest
+	// pending are the artifacts a claim found unbuilt, by payload digest,
+	// with the files and trust it verified: Prepare builds them.
+	pending map[string]pendingBuild
+}
+
+// pendingBuild is what building one artifact needs.
+type pendingBuild struct {
+	files   map[string][]byte
+	sig     artifact.Signature
+	trusted ed25519.PublicKey
+	expect  vet.Expect
 }
 
 var _ executor.Skills = (*Gate)(nil)
@@ -44,7 +56,7 @@ const maxBuilt = 64
 // New returns a Gate building tools in host.
 func New(host *wasmrun.Host, opts vet.Options, limits Limits, logger *slog.Logger) *Gate {
 	return &Gate{host: host, opts: opts, limits: limits, logger: logger.With(slog.String("component", "skills")),
-		built: map[string]*artifactTools{}}
+		built: map[string]*artifactTools{}, pending: map[string]pendingBuild{}}
 }
 
 // row is one tool's skill as the claim reads it.
@@ -73,19 +85,59 @@ func (g *Gate) Resolve(ctx context.Context, tx pgx.Tx, tools []string) (map[stri
 		return nil, err
 	}
 	out := make(map[string]executor.SkillTool, len(rows))
+	notReady := false
 	for _, r := range rows {
-		out[r.tool] = g.resolve(ctx, r, files[r.digest])
+		st, err := g.resolve(ctx, r, files[r.digest])
+		if errors.Is(err, executor.ErrSkillsNotReady) {
+			notReady = true
+			continue
+		}
+		out[r.tool] = st
+	}
+	if notReady {
+		return nil, executor.ErrSkillsNotReady
 	}
 	return out, nil
 }
 
-// resolve decides one tool's call.
-func (g *Gate) resolve(ctx context.Context, r row, files map[string][]byte) executor.SkillTool {
+// Prepare implements executor.Skills: it audits and compiles the
+// artifacts Resolve found unbuilt, from the files Resolve read and
+// verified, outside the claim's transaction. An artifact that fails is
+// kept as failed, so the next Resolve refuses its calls rather than
+// asking again.
+func (g *Gate) Prepare(ctx context.Context) error {
+	g.mu.Lock()
+	pending := g.pending
+	g.pending = map[string]pendingBuild{}
+	g.mu.Unlock()
+	for d, p := range pending {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start := time.Now()
+		b := g.build(ctx, p.files, p.sig, p.trusted, p.expect)
+		g.mu.Lock()
+		if _, ok := g.built[d]; !ok {
+			g.evict()
+			g.built[d] = b
+		} else {
+			b.close(ctx) // built meanwhile by another Prepare
+		}
+		g.mu.Unlock()
+		g.logger.Info("skill built", slog.String("skill", p.expect.SkillID), slog.String("version", p.expect.Version),
+			slog.Duration("took", time.Since(start)), slog.Bool("ok", b.err == nil && b.auditErr == nil))
+	}
+	return nil
+}
+
+// resolve decides one tool's call; executor.ErrSkillsNotReady when its
+// artifact must be built first.
+func (g *Gate) resolve(ctx context.Context, r row, files map[string][]byte) (executor.SkillTool, error) {
 	st := executor.SkillTool{Skill: attest.Skill{ID: r.skillID, Version: r.version, Publisher: r.publisher,
 		ArtifactDigest: r.digest, PublisherKey: r.keyID}}
-	refuse := func(format string, args ...any) executor.SkillTool {
+	refuse := func(format string, args ...any) (executor.SkillTool, error) {
 		st.Refusal = fmt.Sprintf("skill %s %s: ", r.skillID, r.version) + fmt.Sprintf(format, args...)
-		return st
+		return st, nil
 	}
 	switch {
 	case r.status != "enabled":
@@ -106,8 +158,11 @@ func (g *Gate) resolve(ctx context.Context, r row, files map[string][]byte) exec
 		return refuse("its stored files hash to %s, not the installed payload digest %s", d, r.payloadDigest)
 	}
 	st.Skill.PayloadDigest = d
-	b, err := g.tools(ctx, files, raw, sig, ed25519.PublicKey(r.trustedKey), vet.Expect{SkillID: r.skillID, Version: r.version,
+	b, err := g.tools(files, raw, sig, ed25519.PublicKey(r.trustedKey), vet.Expect{SkillID: r.skillID, Version: r.version,
 		Publisher: r.publisher, PayloadDigest: r.payloadDigest})
+	if errors.Is(err, executor.ErrSkillsNotReady) {
+		return st, err
+	}
 	if err != nil {
 		return refuse("%v", err)
 	}
@@ -119,14 +174,14 @@ func (g *Gate) resolve(ctx context.Context, r row, files map[string][]byte) exec
 		return refuse("its artifact defines no tool %s", r.tool)
 	}
 	st.Tool, st.RequiresApproval, st.Capabilities = t, t.requiresApproval, b.capabilities
-	return st
+	return st, nil
 }
 
-// tools returns the artifact's built tools, vetting and building them
-// on first use. Files were hashed and the signature over them is
-// verified again here, at every call: the cache holds only what building
-// costs.
-func (g *Gate) tools(ctx context.Context, files map[string][]byte, d [32]byte, sig artifact.Signature, trusted ed25519.PublicKey, expect vet.Expect) (*artifactTools, error) {
+// tools returns the artifact's built tools; executor.ErrSkillsNotReady,
+// with the artifact queued for Prepare, when it is not built yet. Files
+// were hashed and the signature over them is verified again here, at
+// every call: the cache holds only what building costs.
+func (g *Gate) tools(files map[string][]byte, d [32]byte, sig artifact.Signature, trusted ed25519.PublicKey, expect vet.Expect) (*artifactTools, error) {
 	if !trusted.Equal(sig.PublicKey) || !artifact.VerifySignature(trusted, d, sig.Sig) {
 		return nil, fmt.Errorf("its signature does not verify under the trusted key %s", sig.KeyID)
 	}
@@ -136,10 +191,8 @@ func (g *Gate) tools(ctx context.Context, files map[string][]byte, d [32]byte, s
 		b.used = time.Now()
 		return b, b.err
 	}
-	b := g.build(ctx, files, sig, trusted, expect)
-	g.evict()
-	g.built[expect.PayloadDigest] = b
-	return b, b.err
+	g.pending[expect.PayloadDigest] = pendingBuild{files: files, sig: sig, trusted: trusted, expect: expect}
+	return nil, executor.ErrSkillsNotReady
 }
 
 // evict drops the least recently used artifact when the cache is full;
