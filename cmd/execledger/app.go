@@ -115,7 +115,7 @@ Exit codes: 0 done, 1 error, 2 usage, 3 not ok, 4 timeout, 5 not found, 6 not fa
 		}
 	}
 	add(groupService, newDevCmd(e), newServeCmd(e), newMigrateCmd(e), newBenchCmd(e))
-	add(groupClient, newSubmitCmd(e), newStatusCmd(e))
+	add(groupClient, newSubmitCmd(e), newStatusCmd(e), newRequestsCmd(e), newCancelCmd(e), newApproveCmd(e), newDenyCmd(e))
 	add(groupAudit, newAuditCmd(e), newExportCmd(e), newVerifyCmd(e), newProveCmd(e), newWitnessCmd(e))
 	add(groupAdmin, newProjectorCmd(e), newSkillCmd(e), newKeygenCmd(e))
 	root.AddCommand(newVersionCmd(e))
@@ -148,7 +148,7 @@ func (e *env) logger(cfg config.Config) *slog.Logger {
 
 var errNoDatabase = errors.New("no database: set DATABASE_URL (or database.url in --config)")
 
-func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+func openPool(ctx context.Context, cfg config.Config, opts ...func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	if cfg.Database.URL == "" {
 		return nil, errNoDatabase
 	}
@@ -158,6 +158,9 @@ func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	}
 	pc.MaxConns = int32(cfg.Database.MaxConns)
 	pc.ConnConfig.ConnectTimeout = cfg.Database.ConnectTimeout.Duration
+	for _, o := range opts {
+		o(pc)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, err

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
@@ -143,13 +146,18 @@ func runDev(ctx context.Context, e *env) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var cluster *pgcluster.Cluster
+	var urlFile string
 	if cfg.Database.URL == "" {
 		dir, err := filepath.Abs(cfg.Dev.DataDir)
 		if err != nil {
 			return fail(exitError, "dev.data_dir: %v", err)
 		}
+		// The URL goes beside the data directory, and the next start takes
+		// the same port when it is free, so an exported DATABASE_URL stays
+		// good across restarts.
+		urlFile = filepath.Join(filepath.Dir(dir), "database_url")
 		cluster, err = pgcluster.Start(ctx, pgcluster.Options{DataDir: dir, Port: cfg.Dev.Port, RunAsUser: cfg.Dev.RunAs,
-			Logger: logger.With(slog.String("component", "postgres"))})
+			PreferredPort: lastPort(urlFile), Logger: logger.With(slog.String("component", "postgres"))})
 		if err != nil {
 			return fail(exitError, "%v", err)
 		}
@@ -166,11 +174,20 @@ func runDev(ctx context.Context, e *env) error {
 			return fail(exitError, "%v", err)
 		}
 		cfg.Database.URL = cluster.URL(devDatabase)
+		if err := os.WriteFile(urlFile, []byte(cfg.Database.URL+"\n"), 0o644); err != nil {
+			return fail(exitError, "write %s: %v", urlFile, err)
+		}
 		logger.Info("embedded PostgreSQL", slog.String("data_dir", dir), slog.Int("port", cluster.Port()),
-			slog.String("log", cluster.LogFile()))
+			slog.String("log", cluster.LogFile()), slog.String("url_file", urlFile))
 	}
 
-	pool, err := openPool(ctx, cfg)
+	tp, stopTracing, err := e.startTracing(ctx, logger)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	defer stopTracing()
+	svc.tracing = tp
+	pool, err := openPool(ctx, cfg, tracePool(tp))
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
@@ -187,14 +204,19 @@ func runDev(ctx context.Context, e *env) error {
 	if err != nil {
 		return fail(exitError, "prepare database: %v", err)
 	}
-	fmt.Fprintf(e.io.out, `Execledger dev: schema version %d.
-  export DATABASE_URL='%s'
-  psql "$DATABASE_URL"                          # as principal demo
-  execledger submit echo '{"text":"hi"}'        # with DATABASE_URL set
-  Login roles demo_alice and demo_bob act as principals alice and bob.
+	where := ""
+	if urlFile != "" {
+		where = " (also in " + urlFile + ")"
+	}
+	fmt.Fprintf(e.io.out, `Execledger dev: schema version %d. In another shell:
+  export DATABASE_URL='%s'%s
+  execledger submit echo '{"text":"hi"}' --wait   # as principal demo
+  execledger requests list                         # demo's requests
+  Login roles demo_alice and demo_bob act as principals alice and bob: put demo_alice@ for postgres@
+  in the URL to act as alice (each principal sees only its own requests).
   Policy: demo and alice may run echo and sleep; bob may sleep but not echo.
 Ctrl-C stops the service and the embedded database.
-`, v, cfg.Database.URL)
+`, v, cfg.Database.URL, where)
 
 	err = serve(ctx, cfg, pool, logger, svc)
 	if cluster != nil && cluster.Err() != nil {
@@ -204,6 +226,24 @@ Ctrl-C stops the service and the embedded database.
 		return fail(exitError, "%v", err)
 	}
 	return nil
+}
+
+// lastPort is the port of the URL a previous run wrote to path; 0 when
+// there is none.
+func lastPort(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	u, err := url.Parse(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	p, err := strconv.Atoi(u.Port())
+	if err != nil || p < 1 || p > 65535 {
+		return 0
+	}
+	return p
 }
 
 // ensureDatabase creates database name on the server at adminURL if missing.

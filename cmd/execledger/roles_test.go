@@ -25,7 +25,7 @@ func TestComponentsRunWithTheDocumentedGrants(t *testing.T) {
 	other := db.LoginRole(t, "someone-else", "ledger_submitter")
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	environ := append([]string{"DATABASE_URL=" + exec.URL, "EXECLEDGER_SERVE_LISTEN=" + addr,
-		"EXECLEDGER_EXECUTOR_POLL_INTERVAL=1h"}, serviceFiles(t)...)
+		"EXECLEDGER_EXECUTOR_POLL_INTERVAL=1h", "EXECLEDGER_SERVE_LABEL=x1"}, serviceFiles(t)...)
 	stop, out := startCommand(t, environ, "serve")
 	if code, _ := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
 		t.Fatalf("/readyz: %d\n%s", code, out)
@@ -59,7 +59,7 @@ func TestComponentsRunWithTheDocumentedGrants(t *testing.T) {
 		t.Fatalf("status of another principal's request: %+v", r)
 	}
 	_, metrics := httpGet(t, "http://"+addr+"/metrics")
-	if !strings.Contains(metrics, "execledger_database_up 1") || !strings.Contains(metrics, `execledger_requests_finished_total{error_kind="",state="succeeded",tool="echo"} 1`) {
+	if !strings.Contains(metrics, `execledger_database_up{executor="x1"} 1`) || !strings.Contains(metrics, `execledger_requests_finished_total{error_kind="",executor="x1",state="succeeded",tool="echo"} 1`) {
 		t.Errorf("/metrics as an executor login:\n%s", metrics)
 	}
 	if code := stop(); code != exitOK {

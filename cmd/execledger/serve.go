@@ -29,6 +29,7 @@ import (
 	"github.com/execledger/execledger/internal/skill/audit"
 	"github.com/execledger/execledger/internal/skill/gate"
 	"github.com/execledger/execledger/internal/skill/vet"
+	"github.com/execledger/execledger/internal/tracing"
 	"github.com/execledger/execledger/ledger"
 	"github.com/execledger/execledger/migrations"
 	"github.com/execledger/execledger/projector"
@@ -64,7 +65,13 @@ func runServe(ctx context.Context, e *env) error {
 			return fail(exitError, "%v", err)
 		}
 	}
-	pool, err := openPool(ctx, cfg)
+	tp, stopTracing, err := e.startTracing(ctx, logger)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	defer stopTracing()
+	svc.tracing = tp
+	pool, err := openPool(ctx, cfg, tracePool(tp))
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
@@ -83,6 +90,8 @@ type services struct {
 	// witnesses publish them.
 	note      note.Signer
 	witnesses []note.Verifier
+	// tracing receives a trace per request (nil: tracing is off).
+	tracing *tracing.Provider
 }
 
 // loadServices reads the policy files and the signing key. Both are
@@ -140,7 +149,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	ops := opsserver.New(pool, logger, opsserver.Config{QuotaTopK: cfg.Serve.QuotaMetricsTopK})
+	ops := opsserver.New(pool, logger, opsserver.Config{QuotaTopK: cfg.Serve.QuotaMetricsTopK, Label: cfg.Serve.Label})
 	if cfg.Serve.Listen != "" {
 		wg.Go(func() {
 			err := ops.Serve(ctx, cfg.Serve.Listen, func(a net.Addr) {
@@ -155,7 +164,10 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	}
 	if cfg.Executor.Enabled {
 		xcfg := executorConfig(cfg)
-		xcfg.Metrics = executor.NewMetrics(ops.Registry())
+		xcfg.Metrics = executor.NewMetrics(ops.Registerer())
+		if svc.tracing != nil {
+			xcfg.TracerProvider = svc.tracing
+		}
 		tools, closers, host, err := toolsFor(ctx, cfg, pool, logger)
 		if err != nil {
 			return err
@@ -181,10 +193,10 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 			}
 		})
 	}
-	if projections := engineProjections(cfg, svc, ops.Registry(), logger); len(projections) > 0 {
+	if projections := engineProjections(cfg, svc, ops.Registerer(), logger); len(projections) > 0 {
 		eng, err := projector.New(pool, projector.Config{
 			BatchSize: cfg.Projector.BatchSize, PollInterval: cfg.Projector.PollInterval.Duration,
-			Registerer: ops.Registry(), Logger: logger,
+			Registerer: ops.Registerer(), Logger: logger,
 		}, projections...)
 		if err != nil {
 			return err

@@ -115,7 +115,7 @@ func TestServeRunsRequestsAndExposesMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	environ := append([]string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=" + addr}, serviceFiles(t)...)
+	environ := append([]string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=" + addr, "EXECLEDGER_SERVE_LABEL=x1"}, serviceFiles(t)...)
 	// Submitted before serve starts: the executor picks it up.
 	if r := execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", "sleep", `{"ms":1}`); r.code != exitOK {
 		t.Fatal(r)
@@ -137,7 +137,7 @@ func TestServeRunsRequestsAndExposesMetrics(t *testing.T) {
 		t.Fatalf("submit --wait of a denied tool: %+v", r)
 	}
 	_, metrics := httpGet(t, "http://"+addr+"/metrics")
-	for _, want := range []string{`execledger_queue_depth{state="pending"} 0`, "execledger_database_up 1", "go_goroutines"} {
+	for _, want := range []string{`execledger_queue_depth{executor="x1",state="pending"} 0`, `execledger_database_up{executor="x1"} 1`, "go_goroutines"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -190,6 +190,22 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "postgres stopped") {
 		t.Errorf("the embedded PostgreSQL was not stopped cleanly:\n%s", out.String())
+	}
+	// The URL is in the file the README names, and a restart reuses the
+	// port, so an exported DATABASE_URL still works.
+	if b, err := os.ReadFile(parent + "/database_url"); err != nil || strings.TrimSpace(string(b)) != url[1] {
+		t.Fatalf("database_url holds %q (%v), dev printed %s", b, err, url[1])
+	}
+	stop, out = startCommand(t, environ, "dev")
+	if code, _ := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
+		t.Fatalf("/readyz after a restart: %d\n%s", code, out.String())
+	}
+	again := regexp.MustCompile(`DATABASE_URL='([^']+)'`).FindStringSubmatch(out.String())
+	if again == nil || again[1] != url[1] {
+		t.Errorf("the restart serves %v, the first run %s", again, url[1])
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("dev exited %d:\n%s", code, out.String())
 	}
 }
 

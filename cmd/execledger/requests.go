@@ -1,0 +1,587 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/execledger/execledger/ledger"
+)
+
+// The operator's request commands: requests list|show, cancel, approve and
+// deny. Each runs as the login of DATABASE_URL and sees and may do what that
+// login's roles allow (README, "Roles"): a submitter lists and shows its own
+// principal's requests and cancels them, an approver approves or denies
+// other principals' requests, auditors and administrators see every
+// request, and the event trail needs a role that reads the log.
+
+func newRequestsCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "requests",
+		Short: "List requests, or show one with its events, decisions and attestation",
+		Example: `  execledger requests list --state failed --limit 20
+  execledger requests show 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80`,
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRun,
+	}
+	cmd.AddCommand(newRequestsListCmd(e), newRequestsShowCmd(e))
+	return cmd
+}
+
+func newRequestsListCmd(e *env) *cobra.Command {
+	var (
+		p            ledger.ListParams
+		state        string
+		since, until string
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the requests the login may see, newest first",
+		Long: `List prints one line per request: id, state, tool, principal, run, when it was submitted and
+its error kind. A submitter sees its own principal's requests; auditors and administrators see all.`,
+		Example: `  execledger requests list
+  execledger requests list --state awaiting_approval
+  execledger requests list --principal billing --since 2026-11-24T00:00:00Z --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p.State = ledger.State(state)
+			if p.State != "" && !p.State.Valid() {
+				return fail(exitUsage, "--state %q is not a state (%s)", state, stateNames())
+			}
+			var err error
+			if p.Since, err = parseWhen("--since", since); err != nil {
+				return err
+			}
+			if p.Until, err = parseWhen("--until", until); err != nil {
+				return err
+			}
+			if p.Limit < 1 || p.Limit > ledger.MaxListLimit {
+				return fail(exitUsage, "--limit %d is not between 1 and %d", p.Limit, ledger.MaxListLimit)
+			}
+			return runRequestsList(cmd.Context(), e, p)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&state, "state", "", "only requests in this `STATE` ("+stateNames()+")")
+	f.StringVar(&p.Principal, "principal", "", "only this `PRINCIPAL`'s requests")
+	f.StringVar(&p.Tool, "tool", "", "only requests of this `TOOL`")
+	f.StringVar(&p.RunID, "run", "", "only requests of this `RUN` id")
+	f.StringVar(&since, "since", "", "only requests submitted at or after `TIME` (RFC 3339)")
+	f.StringVar(&until, "until", "", "only requests submitted before `TIME` (RFC 3339)")
+	f.IntVar(&p.Limit, "limit", 50, fmt.Sprintf("at most `N` requests (1 to %d)", ledger.MaxListLimit))
+	states := make([]string, len(ledger.States))
+	for i, s := range ledger.States {
+		states[i] = string(s)
+	}
+	enumFlag(cmd, "state", states...)
+	e.jsonFlag(cmd, "print a JSON array")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func stateNames() string {
+	var s []string
+	for _, st := range ledger.States {
+		s = append(s, string(st))
+	}
+	return strings.Join(s, ", ")
+}
+
+// parseWhen reads an RFC 3339 time flag; "" is no bound.
+func parseWhen(flag, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fail(exitUsage, "%s %q is not an RFC 3339 time (such as 2026-11-24T09:00:00Z)", flag, v)
+	}
+	return t, nil
+}
+
+func runRequestsList(ctx context.Context, e *env, p ledger.ListParams) error {
+	_, pool, err := e.connect(ctx, e.config)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	defer pool.Close()
+	client := ledger.NewClient(pool)
+	defer client.Close()
+	reqs, err := client.List(ctx, p)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	if e.json {
+		if reqs == nil {
+			reqs = []ledger.Request{}
+		}
+		return printJSON(e, reqs)
+	}
+	if len(reqs) == 0 {
+		fmt.Fprintln(e.io.err, "no requests")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tPRINCIPAL\tRUN\tSUBMITTED\tERROR")
+	for _, r := range reqs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.State, r.Tool, r.Principal, orDash(r.RunID),
+			r.SubmittedAt.UTC().Format(time.RFC3339), orDash((*string)(r.ErrorKind)))
+	}
+	return tw.Flush()
+}
+
+func newRequestsShowCmd(e *env) *cobra.Command {
+	var envelope string
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Describe a request: its state, the decisions and the policies behind them, the attestation and the event trail",
+		Long: `Show describes one request the way kubectl describe does: the request, every authorization
+decision with its stage, reason and determining policies, approvals, the outcome, the attestation
+(digest, signing key, statement), and the request's events in order. The decisions come from the
+audit trail, which a submitter reads for its own principal; the events and the attestation's
+statement come from the log, which needs ledger_auditor, ledger_executor or ledger_admin: without
+it show says so and prints the rest.`,
+		Example: `  execledger requests show 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80
+  execledger requests show 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --json
+  execledger requests show 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --envelope att.json && execledger verify att.json --attest-key attest.key.pub`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := uuid.Parse(args[0])
+			if err != nil {
+				return fail(exitUsage, "%q is not a request id (a UUID)", args[0])
+			}
+			return runRequestsShow(cmd.Context(), e, id, envelope)
+		},
+	}
+	cmd.Flags().StringVar(&envelope, "envelope", "", "also write the attestation's DSSE envelope to `FILE`, for execledger verify")
+	e.jsonFlag(cmd, "print one JSON object")
+	e.configFlag(cmd)
+	return cmd
+}
+
+// decision is one row of the audit trail about the request.
+type decision struct {
+	Time                time.Time `json:"recorded_at"`
+	Kind                string    `json:"kind"`
+	Event               string    `json:"event_type"`
+	Attempt             *int      `json:"attempt"`
+	Decision            *string   `json:"decision"`
+	Stage               *string   `json:"stage"`
+	ReasonCode          *string   `json:"reason_code"`
+	DeterminingPolicies []string  `json:"determining_policies"`
+	PolicyDigest        *string   `json:"policy_digest"`
+	Approver            *string   `json:"approver"`
+	State               *string   `json:"state"`
+	ErrorKind           *string   `json:"error_kind"`
+}
+
+// trailEvent is one event of the request's stream.
+type trailEvent struct {
+	Version    int64           `json:"version"`
+	Type       string          `json:"type"`
+	RecordedAt time.Time       `json:"recorded_at"`
+	Position   int64           `json:"position"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// attestationView is what show tells of the request's newest attestation.
+type attestationView struct {
+	Digest string `json:"digest"`
+	KeyID  string `json:"keyid,omitempty"`
+	// Statement is the in-toto statement the envelope signs; Envelope the
+	// DSSE envelope itself, byte for byte, for execledger verify.
+	Statement json.RawMessage `json:"statement,omitempty"`
+	Envelope  json.RawMessage `json:"envelope,omitempty"`
+}
+
+// described is requests show's JSON.
+type described struct {
+	Request     *ledger.Request  `json:"request"`
+	Decisions   []decision       `json:"decisions"`
+	Events      []trailEvent     `json:"events"`
+	Attestation *attestationView `json:"attestation"`
+	// LogUnreadable says why the events and the attestation's statement
+	// are missing: the login may not read the log.
+	LogUnreadable string `json:"log_unreadable,omitempty"`
+}
+
+const queryRequestDecisions = `SELECT recorded_at, kind, event_type, attempt, decision, stage, reason_code,
+       determining_policies, policy_digest, approver, state, error_kind
+FROM ledger.audit_trail WHERE request_id = $1 ORDER BY position, kind`
+
+func runRequestsShow(ctx context.Context, e *env, id uuid.UUID, envelope string) error {
+	_, pool, err := e.connect(ctx, e.config)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	defer pool.Close()
+	client := ledger.NewClient(pool)
+	defer client.Close()
+	r, err := client.Get(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return fail(exitNotFound, "no request %s (or none this login may see)", id)
+	}
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	d := described{Request: r, Decisions: []decision{}, Events: []trailEvent{}}
+	if d.Decisions, err = readDecisions(ctx, pool, id); err != nil {
+		return fail(exitError, "%v", err)
+	}
+	d.Events, err = readTrail(ctx, pool, id)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42501":
+		d.LogUnreadable = "this login may not read the log (ledger_auditor, ledger_executor or ledger_admin may)"
+		d.Events = []trailEvent{}
+	case err != nil:
+		return fail(exitError, "read the events of %s: %v", id, err)
+	}
+	d.Attestation = newestAttestation(r, d.Events)
+	if envelope != "" {
+		if d.Attestation == nil || d.Attestation.Envelope == nil {
+			return fail(exitNotFound, "request %s has no attestation this login may read", id)
+		}
+		if err := os.WriteFile(envelope, d.Attestation.Envelope, 0o644); err != nil {
+			return fail(exitError, "%v", err)
+		}
+	}
+	if e.json {
+		return printJSON(e, d)
+	}
+	return printDescribed(e.io.out, d)
+}
+
+func readDecisions(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) ([]decision, error) {
+	rows, err := pool.Query(ctx, queryRequestDecisions, id)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit trail: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (decision, error) {
+		var d decision
+		err := row.Scan(&d.Time, &d.Kind, &d.Event, &d.Attempt, &d.Decision, &d.Stage, &d.ReasonCode,
+			&d.DeterminingPolicies, &d.PolicyDigest, &d.Approver, &d.State, &d.ErrorKind)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the audit trail: %w", err)
+	}
+	if out == nil {
+		out = []decision{}
+	}
+	return out, nil
+}
+
+// maxTrail bounds the events show reads: a request's stream is short
+// (ten-odd events), unless a tool recorded many (at most 1,000 a call).
+const maxTrail = 5000
+
+func readTrail(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) ([]trailEvent, error) {
+	evs, err := ledger.NewStore(pool).ReadStream(ctx, "request:"+id.String(), 0, maxTrail)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]trailEvent, len(evs))
+	for i, ev := range evs {
+		out[i] = trailEvent{Version: ev.Version, Type: ev.Type, RecordedAt: ev.RecordedAt, Position: ev.Position,
+			Metadata: ev.Metadata, Payload: ev.Payload}
+	}
+	return out, nil
+}
+
+// newestAttestation reads the last attestation.signed event's envelope: its
+// key id and statement (the DSSE payload). Without the log it is the
+// digest alone, from the request row.
+func newestAttestation(r *ledger.Request, evs []trailEvent) *attestationView {
+	if r.AttestationDigest == nil {
+		return nil
+	}
+	a := &attestationView{Digest: *r.AttestationDigest}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type != "attestation.signed" {
+			continue
+		}
+		// The event's payload: the key id and the DSSE envelope, as text.
+		var p struct {
+			KeyID    string `json:"key_id"`
+			Envelope string `json:"envelope"`
+		}
+		var env struct {
+			Payload string `json:"payload"`
+		}
+		if json.Unmarshal(evs[i].Payload, &p) != nil || json.Unmarshal([]byte(p.Envelope), &env) != nil {
+			break
+		}
+		a.KeyID, a.Envelope = p.KeyID, json.RawMessage(p.Envelope)
+		if st, err := base64.StdEncoding.DecodeString(env.Payload); err == nil && json.Valid(st) {
+			a.Statement = st
+		}
+		break
+	}
+	return a
+}
+
+func printDescribed(w io.Writer, d described) error {
+	r := d.Request
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	fmt.Fprintf(tw, "ID:\t%s\n", r.ID)
+	fmt.Fprintf(tw, "Principal:\t%s\n", r.Principal)
+	fmt.Fprintf(tw, "Tool:\t%s\n", r.Tool)
+	fmt.Fprintf(tw, "Run:\t%s\n", orDash(r.RunID))
+	fmt.Fprintf(tw, "State:\t%s\n", r.State)
+	if r.ErrorKind != nil {
+		fmt.Fprintf(tw, "Error kind:\t%s\n", *r.ErrorKind)
+	}
+	if r.Error != nil {
+		fmt.Fprintf(tw, "Error:\t%s\n", *r.Error)
+	}
+	fmt.Fprintf(tw, "Tier:\t%s\n", orDash(r.Tier))
+	fmt.Fprintf(tw, "Submitted:\t%s\n", r.SubmittedAt.UTC().Format(time.RFC3339Nano))
+	if r.FinishedAt != nil {
+		fmt.Fprintf(tw, "Finished:\t%s (%s after submission)\n", r.FinishedAt.UTC().Format(time.RFC3339Nano),
+			r.FinishedAt.Sub(r.SubmittedAt).Round(time.Millisecond))
+	}
+	if len(r.Output) > 0 {
+		fmt.Fprintf(tw, "Output:\t%s\n", truncate(string(r.Output), 400))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\nDecisions:")
+	if len(d.Decisions) == 0 {
+		fmt.Fprintln(w, "  (none yet, or the audit trail has not caught up)")
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, x := range d.Decisions {
+		if x.Kind == "outcome" {
+			fmt.Fprintf(tw, "  %s\toutcome\t%s\t%s\t\n", x.Time.UTC().Format(time.RFC3339Nano), orDash(x.State), orDash(x.ErrorKind))
+			continue
+		}
+		line := fmt.Sprintf("  %s\t%s\t%s\treason %s", x.Time.UTC().Format(time.RFC3339Nano), orDash(x.Decision),
+			"stage "+orDash(x.Stage), orDash(x.ReasonCode))
+		if len(x.DeterminingPolicies) > 0 {
+			line += "; policies " + strings.Join(x.DeterminingPolicies, ", ")
+		}
+		if x.Approver != nil {
+			line += "; by " + *x.Approver
+		}
+		fmt.Fprintln(tw, line+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\nAttestation:")
+	switch a := d.Attestation; {
+	case a == nil:
+		fmt.Fprintln(w, "  (none yet)")
+	default:
+		fmt.Fprintf(w, "  Digest:  %s\n", a.Digest)
+		if a.KeyID != "" {
+			fmt.Fprintf(w, "  Key id:  %s\n", a.KeyID)
+		}
+		if a.Statement != nil {
+			var st struct {
+				PredicateType string `json:"predicateType"`
+				Predicate     struct {
+					Executor string `json:"executor"`
+					Tier     string `json:"tier"`
+					Decision string `json:"decision"`
+					Outcome  string `json:"outcome"`
+				} `json:"predicate"`
+			}
+			if json.Unmarshal(a.Statement, &st) == nil {
+				fmt.Fprintf(w, "  Type:    %s\n  Signed:  executor %s, tier %s, decision %s\n", st.PredicateType,
+					orDash(&st.Predicate.Executor), orDash(&st.Predicate.Tier), orDash(&st.Predicate.Decision))
+			}
+			fmt.Fprintln(w, "  Verify:  execledger requests show ID --envelope FILE; execledger verify FILE --attest-key KEY")
+		}
+	}
+
+	fmt.Fprintln(w, "\nEvents:")
+	if d.LogUnreadable != "" {
+		fmt.Fprintf(w, "  (%s)\n", d.LogUnreadable)
+		return nil
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  VERSION\tTIME\tTYPE\tACTOR\tTRACE")
+	for _, ev := range d.Events {
+		var m struct {
+			Actor   string `json:"actor"`
+			TraceID string `json:"trace_id"`
+		}
+		_ = json.Unmarshal(ev.Metadata, &m)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", ev.Version, ev.RecordedAt.UTC().Format(time.RFC3339Nano), ev.Type,
+			orDash(&m.Actor), orDash(&m.TraceID))
+	}
+	return tw.Flush()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func newCancelCmd(e *env) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a request: at once when it has not started, by stopping it when it runs",
+		Long: `Cancel ends a pending or awaiting_approval request as cancelled at once, and flags a running one:
+its executor stops the call and records it cancelled. The submitting principal or ledger_admin may
+cancel. Exit 3 when the request had already ended.`,
+		Example: `  execledger cancel 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --reason "wrong input"`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := uuid.Parse(args[0])
+			if err != nil {
+				return fail(exitUsage, "%q is not a request id (a UUID)", args[0])
+			}
+			return withClient(cmd.Context(), e, func(c *ledger.Client) error {
+				ok, err := c.Cancel(cmd.Context(), id, reason)
+				if err != nil {
+					return requestFailure(id, err)
+				}
+				if !ok {
+					return fail(exitNotOK, "request %s had already ended; nothing to cancel", id)
+				}
+				return reportRequest(cmd.Context(), e, c, id, "cancel requested")
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in request.cancelled (at most 1,024 bytes)")
+	e.jsonFlag(cmd, "print the request as JSON")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func newApproveCmd(e *env) *cobra.Command {
+	var note, digest string
+	cmd := &cobra.Command{
+		Use:   "approve ID",
+		Short: "Approve a request waiting for approval (ledger_approver, not its submitter)",
+		Long: `Approve lets a request in awaiting_approval run, or approves a pending one before it is claimed.
+The login must hold ledger_approver and be another principal than the submitter. --input-digest binds
+the approval to exactly the input you reviewed (the sha256:<hex> of tool.requested). Exit 3 when the
+request runs already, has ended or is approved.`,
+		Example: `  execledger approve 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --note "reviewed" --input-digest sha256:9f86d0…`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := uuid.Parse(args[0])
+			if err != nil {
+				return fail(exitUsage, "%q is not a request id (a UUID)", args[0])
+			}
+			return withClient(cmd.Context(), e, func(c *ledger.Client) error {
+				if err := c.Approve(cmd.Context(), id, note, digest); err != nil {
+					return approverFailure(id, err)
+				}
+				return reportRequest(cmd.Context(), e, c, id, "approved")
+			})
+		},
+	}
+	cmd.Flags().StringVar(&note, "note", "", "recorded in approval.granted (at most 1,024 bytes)")
+	cmd.Flags().StringVar(&digest, "input-digest", "", "approve only if the request's input has this `sha256:HEX` digest")
+	e.jsonFlag(cmd, "print the request as JSON")
+	e.configFlag(cmd)
+	return cmd
+}
+
+func newDenyCmd(e *env) *cobra.Command {
+	var note string
+	cmd := &cobra.Command{
+		Use:   "deny ID",
+		Short: "Deny a request waiting for approval (ledger_approver, not its submitter)",
+		Long: `Deny ends a request in awaiting_approval (or a pending one not yet claimed) as denied with
+error kind approval_denied, under approve's rules. Exit 3 when the request runs already or has ended.`,
+		Example: `  execledger deny 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --note "not during the freeze"`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := uuid.Parse(args[0])
+			if err != nil {
+				return fail(exitUsage, "%q is not a request id (a UUID)", args[0])
+			}
+			return withClient(cmd.Context(), e, func(c *ledger.Client) error {
+				if err := c.DenyApproval(cmd.Context(), id, note); err != nil {
+					return approverFailure(id, err)
+				}
+				return reportRequest(cmd.Context(), e, c, id, "denied")
+			})
+		},
+	}
+	cmd.Flags().StringVar(&note, "note", "", "recorded in approval.denied (at most 1,024 bytes)")
+	e.jsonFlag(cmd, "print the request as JSON")
+	e.configFlag(cmd)
+	return cmd
+}
+
+// withClient connects and runs f with a client of the SQL API.
+func withClient(ctx context.Context, e *env, f func(*ledger.Client) error) error {
+	_, pool, err := e.connect(ctx, e.config)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	defer pool.Close()
+	c := ledger.NewClient(pool)
+	defer c.Close()
+	return f(c)
+}
+
+// approverFailure is requestFailure, saying who may decide approvals.
+func approverFailure(id uuid.UUID, err error) error {
+	if errors.Is(err, ledger.ErrNotPermitted) {
+		return fail(exitError, "%v (approve and deny need the ledger_approver role, and a principal other than the submitter)", err)
+	}
+	return requestFailure(id, err)
+}
+
+// requestFailure maps the SQL API's refusals onto exit codes.
+func requestFailure(id uuid.UUID, err error) error {
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return fail(exitNotFound, "no request %s (or none this login may see)", id)
+	case errors.Is(err, ledger.ErrWrongState):
+		return fail(exitNotOK, "%v", err)
+	case errors.Is(err, ledger.ErrInvalidInput), errors.Is(err, ledger.ErrInputTooLarge):
+		return fail(exitUsage, "%v", err)
+	}
+	return fail(exitError, "%v", err)
+}
+
+// reportRequest prints what was done and the request as it is now.
+func reportRequest(ctx context.Context, e *env, c *ledger.Client, id uuid.UUID, done string) error {
+	r, err := c.Get(ctx, id)
+	if err != nil {
+		// The change committed; a login that may act on a request it
+		// cannot read (an approver of another principal's) ends here.
+		if errors.Is(err, ledger.ErrNotFound) {
+			if e.json {
+				return printJSON(e, map[string]any{"id": id, "result": done})
+			}
+			fmt.Fprintf(e.io.out, "%s: %s\n", id, done)
+			return nil
+		}
+		return fail(exitError, "%v", err)
+	}
+	if e.json {
+		return printJSON(e, r)
+	}
+	fmt.Fprintf(e.io.out, "%s: %s; now %s\n", id, done, r.State)
+	return nil
+}
