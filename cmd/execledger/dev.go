@@ -211,9 +211,9 @@ func runDev(ctx context.Context, e *env) error {
 	fmt.Fprintf(e.io.out, `Execledger dev: schema version %d. In another shell:
   export DATABASE_URL='%s'%s
   execledger submit echo '{"text":"hi"}' --wait   # as principal demo
-  execledger requests list                         # demo's requests
+  execledger requests list                         # all requests: postgres is the superuser
   Login roles demo_alice and demo_bob act as principals alice and bob: put demo_alice@ for postgres@
-  in the URL to act as alice (each principal sees only its own requests).
+  in the URL to act as alice, who sees only alice's requests.
   Policy: demo and alice may run echo and sleep; bob may sleep but not echo.
 Ctrl-C stops the service and the embedded database.
 `, v, cfg.Database.URL, where)
