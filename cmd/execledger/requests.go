@@ -113,13 +113,12 @@ func parseWhen(flag, v string) (time.Time, error) {
 }
 
 func runRequestsList(ctx context.Context, e *env, p ledger.ListParams) error {
-	_, pool, err := e.connect(ctx, e.config)
-	if err != nil {
-		return fail(exitError, "%v", err)
-	}
-	defer pool.Close()
-	client := ledger.NewClient(pool)
-	defer client.Close()
+	return withClient(ctx, e, func(client *ledger.Client, _ *pgxpool.Pool) error {
+		return listRequests(ctx, e, client, p)
+	})
+}
+
+func listRequests(ctx context.Context, e *env, client *ledger.Client, p ledger.ListParams) error {
 	reqs, err := client.List(ctx, p)
 	if err != nil {
 		return fail(exitError, "%v", err)
@@ -224,13 +223,12 @@ const queryRequestDecisions = `SELECT recorded_at, kind, event_type, attempt, de
 FROM ledger.audit_trail WHERE request_id = $1 ORDER BY position, kind`
 
 func runRequestsShow(ctx context.Context, e *env, id uuid.UUID, envelope string) error {
-	_, pool, err := e.connect(ctx, e.config)
-	if err != nil {
-		return fail(exitError, "%v", err)
-	}
-	defer pool.Close()
-	client := ledger.NewClient(pool)
-	defer client.Close()
+	return withClient(ctx, e, func(client *ledger.Client, pool *pgxpool.Pool) error {
+		return showRequest(ctx, e, client, pool, id, envelope)
+	})
+}
+
+func showRequest(ctx context.Context, e *env, client *ledger.Client, pool *pgxpool.Pool, id uuid.UUID, envelope string) error {
 	r, err := client.Get(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return fail(exitNotFound, "no request %s (or none this login may see)", id)
@@ -454,7 +452,7 @@ cancel. Exit 3 when the request had already ended.`,
 			if err != nil {
 				return fail(exitUsage, "%q is not a request id (a UUID)", args[0])
 			}
-			return withClient(cmd.Context(), e, func(c *ledger.Client) error {
+			return withClient(cmd.Context(), e, func(c *ledger.Client, _ *pgxpool.Pool) error {
 				ok, err := c.Cancel(cmd.Context(), id, reason)
 				if err != nil {
 					return requestFailure(id, err)
@@ -488,7 +486,7 @@ request runs already, has ended or is approved.`,
 			if err != nil {
 				return fail(exitUsage, "%q is not a request id (a UUID)", args[0])
 			}
-			return withClient(cmd.Context(), e, func(c *ledger.Client) error {
+			return withClient(cmd.Context(), e, func(c *ledger.Client, _ *pgxpool.Pool) error {
 				if err := c.Approve(cmd.Context(), id, note, digest); err != nil {
 					return approverFailure(id, err)
 				}
@@ -517,7 +515,7 @@ error kind approval_denied, under approve's rules. Exit 3 when the request runs 
 			if err != nil {
 				return fail(exitUsage, "%q is not a request id (a UUID)", args[0])
 			}
-			return withClient(cmd.Context(), e, func(c *ledger.Client) error {
+			return withClient(cmd.Context(), e, func(c *ledger.Client, _ *pgxpool.Pool) error {
 				if err := c.DenyApproval(cmd.Context(), id, note); err != nil {
 					return approverFailure(id, err)
 				}
@@ -531,8 +529,8 @@ error kind approval_denied, under approve's rules. Exit 3 when the request runs 
 	return cmd
 }
 
-// withClient connects and runs f with a client of the SQL API.
-func withClient(ctx context.Context, e *env, f func(*ledger.Client) error) error {
+// withClient connects and runs f with a client of the SQL API and its pool.
+func withClient(ctx context.Context, e *env, f func(*ledger.Client, *pgxpool.Pool) error) error {
 	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
@@ -540,7 +538,7 @@ func withClient(ctx context.Context, e *env, f func(*ledger.Client) error) error
 	defer pool.Close()
 	c := ledger.NewClient(pool)
 	defer c.Close()
-	return f(c)
+	return f(c, pool)
 }
 
 // approverFailure is requestFailure, saying who may decide approvals.
