@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // repoRoot is where docker-compose.yml and the Dockerfile are.
@@ -46,9 +48,7 @@ type service struct {
 }
 
 // loadStack validates docker-compose.yml with `docker-compose config` and
-// decodes its normalized form. The YAML is turned into JSON by the Python
-// that runs docker-compose (its shebang), whose yaml module docker-compose
-// itself needs: go.mod has no YAML library.
+// decodes its normalized form.
 func loadStack(t *testing.T) stack {
 	t.Helper()
 	bin, err := exec.LookPath("docker-compose")
@@ -64,33 +64,24 @@ func loadStack(t *testing.T) stack {
 		t.Fatalf("docker-compose config: %v\n%s", err, stderr.String())
 	}
 	var s stack
-	if err := json.Unmarshal(yamlToJSON(t, bin, normalized), &s); err != nil {
+	if err := json.Unmarshal(yamlToJSON(t, normalized), &s); err != nil {
 		t.Fatalf("docker-compose config: decode: %v", err)
 	}
 	return s
 }
 
-// yamlToJSON converts YAML with the Python interpreter of the script at
-// pythonScript.
-func yamlToJSON(t *testing.T, pythonScript string, yamlText []byte) []byte {
+// yamlToJSON converts YAML (go.yaml.in/yaml/v3, the YAML project's own
+// module, which Prometheus's client already brings) to JSON, so that the
+// structs above need only json tags.
+func yamlToJSON(t *testing.T, yamlText []byte) []byte {
 	t.Helper()
-	head, err := os.ReadFile(pythonScript)
-	if err != nil {
-		t.Fatal(err)
+	var v any
+	if err := yaml.Unmarshal(yamlText, &v); err != nil {
+		t.Fatalf("YAML: %v", err)
 	}
-	line, _, _ := strings.Cut(string(head), "\n")
-	python := strings.Fields(strings.TrimPrefix(line, "#!"))
-	if !strings.HasPrefix(line, "#!") || len(python) == 0 {
-		t.Fatalf("%s: no #! line naming its Python", pythonScript)
-	}
-	args := append(python[1:], "-c", "import json, sys, yaml; json.dump(yaml.safe_load(sys.stdin), sys.stdout)")
-	cmd := exec.Command(python[0], args...)
-	cmd.Stdin = bytes.NewReader(yamlText)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := json.Marshal(v)
 	if err != nil {
-		t.Fatalf("YAML to JSON with %s: %v\n%s", python[0], err, stderr.String())
+		t.Fatalf("YAML to JSON: %v", err)
 	}
 	return out
 }

@@ -729,8 +729,11 @@ BEGIN
     INSERT INTO ledger.events (stream, version, type, payload, metadata)
     VALUES ('request:' || request_id, v_q.stream_version + 1, 'request.cancelled',
             json_build_object('request_id', request_id, 'reason', reason, 'previous_state', v_q.state),
-            ledger.with_trace(json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
-                              'correlation_id', request_id), v_q.trace_id, v_q.trace_span_id))
+            CASE WHEN v_q.trace_id IS NULL
+                THEN json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
+                                       'correlation_id', request_id)
+                ELSE json_build_object('actor', coalesce(v_principal, session_user::text), 'login_role', session_user,
+                                       'correlation_id', request_id, 'trace_id', v_q.trace_id, 'span_id', v_q.trace_span_id) END)
     RETURNING "position" INTO v_pos;
     DELETE FROM ledger.queue WHERE id = request_id;
     PERFORM ledger.apply_requests(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
@@ -785,8 +788,10 @@ BEGIN
         SELECT 'request:' || c.id, c.stream_version, 'request.claimed',
                json_build_object('request_id', c.id, 'executor', executor, 'claim_id', c.claim_id,
                                  'attempt', c.attempt, 'lease_expires_at', c.lease_expires_at),
-               ledger.with_trace(json_build_object('actor', executor, 'login_role', session_user, 'correlation_id', c.id),
-                                 c.trace_id, c.trace_span_id)
+               CASE WHEN c.trace_id IS NULL
+                   THEN json_build_object('actor', executor, 'login_role', session_user, 'correlation_id', c.id)
+                   ELSE json_build_object('actor', executor, 'login_role', session_user, 'correlation_id', c.id,
+                                          'trace_id', c.trace_id, 'span_id', c.trace_span_id) END
         FROM claimed c
     )
     SELECT c.id, c.claim_id, c.attempt, c.stream_version, r.principal, r.tool, r.run_id,
@@ -894,8 +899,10 @@ BEGIN
                               'input_digest', v_digest, 'reason', CASE WHEN p_grant THEN 'approved' ELSE 'denied_by_approver' END,
                               'previous_state', v_q.state,
                               'error', CASE WHEN NOT p_grant THEN 'approval denied by ' || v_principal || coalesce(': ' || p_note, '') END),
-            ledger.with_trace(json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id),
-                              v_q.trace_id, v_q.trace_span_id))
+            CASE WHEN v_q.trace_id IS NULL
+                THEN json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id)
+                ELSE json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id,
+                                       'trace_id', v_q.trace_id, 'span_id', v_q.trace_span_id) END)
     RETURNING "position" INTO v_pos;
     PERFORM ledger.apply_requests(pg_current_xact_id(), v_pos - 1, pg_current_xact_id(), v_pos);
     IF p_grant THEN
@@ -3088,10 +3095,10 @@ BEGIN
         'input_digest', 'sha256:' || encode(v_digest, 'hex'),
         'context', context,
         'context_bound', to_json(v_bound))::text;
-    v_meta := ledger.with_trace(json_build_object(
-        'actor', v_principal,
-        'login_role', session_user,
-        'correlation_id', v_id), v_trace, v_span)::text;
+    v_meta := CASE WHEN v_trace IS NULL
+        THEN json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', v_id)
+        ELSE json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', v_id,
+                               'trace_id', v_trace, 'span_id', v_span) END::text;
     INSERT INTO ledger.events (stream, version, type, payload, metadata)
     VALUES ('request:' || v_id, 1, 'tool.requested', v_payload::json, v_meta::json)
     RETURNING "position" INTO v_pos;
@@ -3216,18 +3223,6 @@ CREATE FUNCTION ledger.uuid_v7() RETURNS uuid
                     pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)), 3),
                 1, 6),
             52, 1), 53, 1), 'hex')::pg_catalog.uuid
-$$;
-
-
---
--- Name: with_trace(json, text, text); Type: FUNCTION; Schema: ledger; Owner: -
---
-
-CREATE FUNCTION ledger.with_trace(meta json, trace_id text, span_id text) RETURNS json
-    LANGUAGE sql IMMUTABLE
-    AS $$
-    SELECT CASE WHEN trace_id IS NULL THEN meta
-                ELSE (meta::jsonb || jsonb_build_object('trace_id', trace_id, 'span_id', span_id))::json END
 $$;
 
 
@@ -5231,13 +5226,6 @@ REVOKE ALL ON FUNCTION ledger.usage_refusal(p_type text, p_payload text) FROM PU
 --
 
 REVOKE ALL ON FUNCTION ledger.uuid_v7() FROM PUBLIC;
-
-
---
--- Name: FUNCTION with_trace(meta json, trace_id text, span_id text); Type: ACL; Schema: ledger; Owner: -
---
-
-REVOKE ALL ON FUNCTION ledger.with_trace(meta json, trace_id text, span_id text) FROM PUBLIC;
 
 
 --

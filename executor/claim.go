@@ -32,7 +32,11 @@ func (e *Executor) claim(ctx context.Context, n int) (_ int, err error) {
 	// The claim query itself is not traced: most polls claim nothing, and
 	// a trace per empty poll would bury the requests' traces.
 	ctx, batchSpan, claimSpans := e.traceClaimed(ctx, jobs, began)
-	running, ended := map[*job]bool{}, false
+	var running map[*job]bool // which claimed jobs go on to run, for their spans
+	if batchSpan != nil {
+		running = map[*job]bool{}
+	}
+	ended := false
 	defer func() {
 		if !ended {
 			endClaim(jobs, batchSpan, claimSpans, err, running)
@@ -118,8 +122,10 @@ func (e *Executor) claim(ctx context.Context, n int) (_ int, err error) {
 	for i := range deniedTools {
 		e.metrics.finish(e, deniedTools[i], "denied", deniedKinds[i], deniedSubmitted[i])
 	}
-	for _, j := range toRun {
-		running[j] = true
+	if running != nil {
+		for _, j := range toRun {
+			running[j] = true
+		}
 	}
 	endClaim(jobs, batchSpan, claimSpans, nil, running)
 	ended = true

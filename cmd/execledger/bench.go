@@ -48,7 +48,13 @@ it, --system river and both are usage errors. docs/benchmarks.md has the method.
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.mode, "mode", bench.ModeBurndown, "burndown (insert N, then drain) or continuous (insert and work at once for --duration)")
-	fl.StringVar(&f.system, "system", bench.SystemBoth, "execledger, river, or both (River first; prints the ratio execledger/river)")
+	// Both where River is linked (make bench), else Execledger alone: a
+	// plain build's bench runs as it is instead of failing on its default.
+	defaultSystem := bench.SystemExecledger
+	if bench.RiverLinked {
+		defaultSystem = bench.SystemBoth
+	}
+	fl.StringVar(&f.system, "system", defaultSystem, "execledger, river, or both (River first; prints the ratio execledger/river); both when River is linked (-tags river), else execledger")
 	fl.IntVar(&f.n, "n", 20000, "burndown: requests inserted before the workers start")
 	fl.DurationVar(&f.duration, "duration", 30*time.Second, "continuous: how long to submit")
 	fl.IntVar(&f.submitters, "submitters", 8, "concurrent submitting connections")
