@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/execledger/execledger/internal/testdb"
 )
 
 // repoRoot is where docker-compose.yml and the Dockerfile are.
@@ -298,8 +300,9 @@ func copyInto(t *testing.T, src, dst string) {
 // environment for this host. Only these differ from the compose file:
 //   - each mounted container path becomes its host stand-in;
 //   - each postgres:// URL of the compose database service becomes the
-//     test database's URL (its login too: the test connects as the
-//     server's superuser, as the compose file's URLs do);
+//     test database's URL with the same login (the test server trusts
+//     local logins, so the password goes), so a service runs with exactly
+//     the roles its login is given;
 //   - a listen address on the published container port (0.0.0.0:P or :P)
 //     becomes 127.0.0.1 on a free port.
 type substitution struct {
@@ -316,8 +319,18 @@ func (s *substitution) apply(v string) string {
 		s.moved = true
 		return fmt.Sprintf("127.0.0.1:%d", s.freePort)
 	}
-	url := regexp.MustCompile(`postgres(ql)?://[^\s"'@/]*@` + regexp.QuoteMeta(s.dbHost) + `(:[0-9]+)?/[^\s"']*`)
-	v = url.ReplaceAllLiteralString(v, s.dbURL)
+	url := regexp.MustCompile(`postgres(ql)?://([^\s"'@/:]*)(:[^\s"'@/]*)?@` + regexp.QuoteMeta(s.dbHost) + `(:[0-9]+)?/[^\s"']*`)
+	v = url.ReplaceAllStringFunc(v, func(m string) string {
+		login := url.FindStringSubmatch(m)[2]
+		if login == "" {
+			return s.dbURL
+		}
+		u, err := testdb.WithUser(s.dbURL, login)
+		if err != nil {
+			panic(err) // the test database's own URL: always parses
+		}
+		return u
+	})
 	return replacePaths(v, s.paths)
 }
 

@@ -9,6 +9,7 @@
 --   demo_bob     bob       bob        ledger_submitter
 --   demo_carol   carol     carol      ledger_approver (approves others' requests)
 --   grafana      grafana   (none)     ledger_reader, read-only (Grafana's data source)
+--   execledger_serve  execledger  (none)  ledger_executor: serve's login, nothing more
 --
 -- Demo passwords, listed in docs/compose.md: never use these logins outside
 -- a demo.
@@ -21,7 +22,8 @@ BEGIN
         ('demo_alice', 'alice', 'ledger_submitter'),
         ('demo_bob', 'bob', 'ledger_submitter'),
         ('demo_carol', 'carol', 'ledger_approver'),
-        ('grafana', 'grafana', 'ledger_reader')
+        ('grafana', 'grafana', 'ledger_reader'),
+        ('execledger_serve', 'execledger', 'ledger_executor')
     ) AS v (login, password, grant_role) LOOP
         IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = l.login) THEN
             BEGIN
