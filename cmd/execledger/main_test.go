@@ -22,8 +22,14 @@ type result struct {
 
 func execute(t *testing.T, environ []string, stdin string, args ...string) result {
 	t.Helper()
+	return executeWithin(t, time.Minute, environ, stdin, args...)
+}
+
+// executeWithin is execute with a deadline other than a minute.
+func executeWithin(t *testing.T, d time.Duration, environ []string, stdin string, args ...string) result {
+	t.Helper()
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	code := run(ctx, args, &stdio{in: strings.NewReader(stdin), out: &out, err: &errb}, environ)
 	return result{code, out.String(), errb.String()}
