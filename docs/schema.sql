@@ -687,6 +687,7 @@ END $$;
 CREATE FUNCTION ledger.cancel(request_id uuid, reason text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_principal text;
@@ -767,6 +768,7 @@ $$;
 CREATE FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) RETURNS TABLE(id uuid, claim_id uuid, attempt integer, stream_version bigint, principal text, tool text, run_id text, input text, context text, context_bound text[], input_digest bytea, approved boolean, charged boolean, submitted_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 BEGIN
     RETURN QUERY
@@ -847,6 +849,7 @@ $$;
 CREATE FUNCTION ledger.decide_approval(p_request_id uuid, p_grant boolean, p_note text, p_digest text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_principal text := ledger.current_principal();
@@ -944,6 +947,7 @@ END $$;
 CREATE FUNCTION ledger.done_channel(p_principal text) RETURNS text
     LANGUAGE sql STABLE STRICT SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'on'
     AS $$
     SELECT 'ledger_done_' || left(encode(sha256(s.secret || sha256(s.secret || convert_to(p_principal, 'UTF8'))), 'hex'), 32)
     FROM ledger.notify_secret s
@@ -1051,6 +1055,7 @@ $$;
 CREATE FUNCTION ledger.executor_record(claim_requests uuid[], claim_ids uuid[], streams text[], versions bigint[], types text[], payloads text[], metadatas text[], kinds text[], charges boolean[], states text[], error_kinds text[], errors text[], outputs text[], tiers text[], approval_timeout interval DEFAULT NULL::interval) RETURNS TABLE("position" bigint, hash bytea)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     n      int := coalesce(cardinality(claim_requests), 0);
@@ -1287,6 +1292,7 @@ END $$;
 CREATE FUNCTION ledger.heartbeat(request_ids uuid[], claim_ids uuid[], lease interval) RETURNS TABLE(id uuid, cancel_requested boolean)
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
     WITH held AS (
         SELECT q.id FROM ledger.queue q
@@ -1308,6 +1314,7 @@ $$;
 CREATE FUNCTION ledger.insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) RETURNS TABLE("position" bigint, hash bytea)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     n int := cardinality(streams);
@@ -1330,11 +1337,15 @@ BEGIN
         FROM unnest(streams, versions) AS u(s, v)
         GROUP BY s
     ) b
+    LEFT JOIN LATERAL (
+        SELECT true AS found FROM ledger.events e
+        WHERE e.stream = b.stream AND e.version = b.first - 1
+        LIMIT 1
+    ) head ON b.first > 1
     WHERE b.first < 1
        OR b.last - b.first + 1 <> b.cnt
        OR b.dcnt <> b.cnt
-       OR (b.first > 1 AND NOT EXISTS (
-            SELECT 1 FROM ledger.events e WHERE e.stream = b.stream AND e.version = b.first - 1))
+       OR (b.first > 1 AND head.found IS NULL)
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'ledger.append_events: stream % is not at version %', bad.stream, bad.first - 1
@@ -1382,6 +1393,7 @@ $$;
 CREATE FUNCTION ledger.lock_claimed_budgets(request_ids uuid[], claim_ids uuid[], default_max integer) RETURNS TABLE(principal text, run_id text, max_calls integer, used integer, ended boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 BEGIN
     -- Budgets are serialized by an advisory lock per run (set_run_budget,
@@ -1413,6 +1425,7 @@ END $$;
 CREATE FUNCTION ledger.lock_claims(request_ids uuid[], claim_ids uuid[]) RETURNS TABLE(id uuid, stream_version bigint)
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
     SELECT q.id, q.stream_version FROM ledger.queue q
     JOIN unnest(request_ids, claim_ids) AS u(id, claim_id) ON q.id = u.id AND q.claim_id = u.claim_id
@@ -1429,6 +1442,7 @@ $$;
 CREATE FUNCTION ledger.lock_expired_approvals(max_rows integer) RETURNS TABLE(id uuid, stream_version bigint, tool text, principal text, run_id text, input_digest bytea)
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
     SELECT q.id, q.stream_version, r.tool, r.principal, coalesce(r.run_id, ''), r.input_digest
     FROM ledger.queue q JOIN ledger.request_status r ON r.id = q.id
@@ -1445,6 +1459,7 @@ $$;
 CREATE FUNCTION ledger.lock_expired_leases(max_rows integer) RETURNS TABLE(id uuid, claim_id uuid, attempt integer, claimed_by text, stream_version bigint, started boolean, cancel_requested boolean, tool text, principal text, run_id text, input_digest bytea)
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
     SELECT q.id, q.claim_id, q.attempt, q.claimed_by, q.stream_version, q.started_at IS NOT NULL, q.cancel_requested,
            r.tool, r.principal, coalesce(r.run_id, ''), r.input_digest
@@ -2945,6 +2960,7 @@ END $$;
 CREATE FUNCTION ledger.submit(tool text, input jsonb, run_id text DEFAULT NULL::text, idempotency_key text DEFAULT NULL::text, context jsonb DEFAULT '{}'::jsonb) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $_$
 #variable_conflict use_column
 DECLARE

@@ -88,7 +88,11 @@ func (c *Client) Cancel(ctx context.Context, id uuid.UUID, reason string) (bool,
 func (c *Client) Get(ctx context.Context, id uuid.UUID) (*Request, error) {
 	var r Request
 	var output []byte
-	err := c.pool.QueryRow(ctx, queryGetRequest, id).Scan(&r.ID, &r.Principal, &r.Tool, &r.RunID, &r.State,
+	// Not a prepared statement: its generic plan, made while the table was
+	// small, would read all of ledger.request_status at every call for the
+	// connection's life (executor.TestHotPlansIgnoreStatistics). Planned
+	// at each call with the table's current size, it is an index probe.
+	err := c.pool.QueryRow(ctx, queryGetRequest, pgx.QueryExecModeExec, id).Scan(&r.ID, &r.Principal, &r.Tool, &r.RunID, &r.State,
 		&r.ErrorKind, &r.Error, &output, &r.Tier, &r.AttestationDigest, &r.SubmittedAt, &r.FinishedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("ledger: get %s: %w", id, ErrNotFound)

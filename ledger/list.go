@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // ListParams filter Client.List; a zero field matches every request.
@@ -45,7 +46,7 @@ func (c *Client) List(ctx context.Context, p ListParams) ([]Request, error) {
 	if p.State != "" && !p.State.Valid() {
 		return nil, fmt.Errorf("ledger: list: %w: no state %q", ErrInvalidInput, p.State)
 	}
-	rows, err := c.pool.Query(ctx, queryListRequests, string(p.State), p.Principal, p.Tool, p.RunID,
+	rows, err := c.pool.Query(ctx, queryListRequests, pgx.QueryExecModeExec, string(p.State), p.Principal, p.Tool, p.RunID,
 		nullTime(p.Since), nullTime(p.Until), p.Limit)
 	if err != nil {
 		return nil, sqlError("list", err)

@@ -1,0 +1,163 @@
+package executor
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/policy"
+	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
+)
+
+// planLog collects the plans auto_explain sends a session as notices.
+type planLog struct {
+	mu    sync.Mutex
+	plans []string
+}
+
+func (p *planLog) notice(_ *pgconn.PgConn, n *pgconn.Notice) {
+	if strings.Contains(n.Message, "plan:") {
+		p.mu.Lock()
+		p.plans = append(p.plans, n.Message)
+		p.mu.Unlock()
+	}
+}
+
+func (p *planLog) reset() {
+	p.mu.Lock()
+	p.plans = nil
+	p.mu.Unlock()
+}
+
+// scans returns the plans that read one of tables whole (a sequential
+// scan; a hashed subplan over a table needs one too).
+func (p *planLog) scans(tables ...string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var bad []string
+	re := regexp.MustCompile(`Seq Scan on (` + strings.Join(tables, "|") + `)\b`)
+	for _, plan := range p.plans {
+		if re.MatchString(plan) {
+			bad = append(bad, plan)
+		}
+	}
+	return bad
+}
+
+// explainedPool connects as role with auto_explain sending every
+// statement's plan, nested ones included, to the session as a notice.
+func explainedPool(t *testing.T, db *testdb.DB, role *testdb.Role, log *planLog) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	for _, set := range []string{"session_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = 0",
+		"auto_explain.log_nested_statements = on", "auto_explain.log_level = notice", "client_min_messages = notice"} {
+		if _, err := db.Pool.Exec(ctx, "ALTER ROLE "+pgx.Identifier{role.Name}.Sanitize()+" SET "+set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pc, err := pgxpool.ParseConfig(role.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.ConnConfig.OnNotice = log.notice
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// TestHotPlansIgnoreStatistics: the statements of submit, claim and
+// completion read the log and the request table by index probes whatever
+// the statistics say. The statistics here are those of an empty ledger
+// (ANALYZE before anything is written), the executor's and the
+// submitter's sessions make and keep their plans while it is empty, then
+// the log and the request table grow by 40,000 rows each that no ANALYZE
+// sees, as on a server
+// where autovacuum is off or behind. Before migration 014, the event
+// writers' version check kept a plan that read the whole log at every
+// call (a hashed subplan over ledger.events).
+func TestHotPlansIgnoreStatistics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	if _, err := db.Pool.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	var plans planLog
+	execRole := db.LoginRole(t, "", "ledger_executor")
+	aliceRole := db.LoginRole(t, "alice", "ledger_submitter")
+	execPool := explainedPool(t, db, execRole, &plans)
+	alice := ledger.NewClient(explainedPool(t, db, aliceRole, &plans))
+	t.Cleanup(alice.Close)
+	pol, err := policy.FromSources([]policy.Source{{Name: "test.cedar", Text: []byte(testPolicy)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := New(execPool, Config{Label: "plans", Lease: 5 * time.Second, PollInterval: 50 * time.Millisecond, Workers: 4, ClaimBatch: 4},
+		pol, attest.NewSigner(priv), slog.New(slog.DiscardHandler), Echo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{db: db}
+	e.start(t, x)
+	round := func(n int) {
+		t.Helper()
+		for i := range n {
+			id := submit(t, alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": fmt.Sprint(i)}, RunID: fmt.Sprintf("r%d", i)})
+			if r := await(t, alice, id); r.State != ledger.StateSucceeded {
+				t.Fatalf("request %d: %+v", i, r)
+			}
+		}
+	}
+	// Plans made and kept (PL/pgSQL switches to a generic plan after five
+	// executions) while the ledger is empty.
+	round(12)
+	for _, fill := range []string{
+		`INSERT INTO ledger.events (stream, version, type, payload, metadata)
+		 SELECT 'test:' || (g / 10), (g % 10) + 1, 'test.filler', '{}', '{}' FROM generate_series(0, 39999) g`,
+		`INSERT INTO ledger.request_status (id, principal, tool, input_digest, state, submitted_at, finished_at)
+		 SELECT gen_random_uuid(), 'filler', 'echo', '\x00', 'succeeded', now(), now() FROM generate_series(1, 40000)`,
+	} {
+		if _, err := db.Pool.Exec(ctx, fill); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plans.reset()
+	round(6)
+	if len(plans.plans) == 0 {
+		t.Fatal("auto_explain sent no plans: the test sees nothing")
+	}
+	if bad := plans.scans("events", "request_status"); len(bad) > 0 {
+		seen := map[string]int{}
+		for _, b := range bad {
+			seen[queryOf(b)]++
+		}
+		t.Fatalf("%d of %d plans read a whole table, of these statements: %v\nthe last:\n%s", len(bad), len(plans.plans), seen, bad[len(bad)-1])
+	}
+}
+
+// queryOf is the first line of a plan's query text, to name it.
+func queryOf(plan string) string {
+	_, q, _ := strings.Cut(plan, "Query Text: ")
+	q, _, _ = strings.Cut(q, "\n")
+	return strings.TrimSpace(q)
+}
