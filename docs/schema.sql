@@ -1242,7 +1242,7 @@ BEGIN
     IF 'requeue' = ANY(kinds) THEN
         UPDATE ledger.queue q
         SET state = 'pending', stream_version = t.head, claim_id = NULL, claimed_by = NULL, claimed_role = NULL,
-            lease_expires_at = NULL, started_at = NULL, available_at = clock_timestamp()
+            lease_expires_at = NULL, started_at = NULL
         FROM unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'requeue';
     END IF;
     IF 'finish' = ANY(kinds) THEN
