@@ -21,6 +21,7 @@ type benchFlags struct {
 	mode, system                string
 	n, submitters, workers      int
 	duration, riverCooldown     time.Duration
+	rate                        float64
 	keep, noProjector, noSealer bool
 	cpuProfile, traceFile       string
 	claimBatch, completeBatch   int
@@ -57,6 +58,7 @@ it, --system river and both are usage errors. docs/benchmarks.md has the method.
 	fl.StringVar(&f.system, "system", defaultSystem, "execledger, river, or both (River first; prints the ratio execledger/river); both when River is linked (-tags river), else execledger")
 	fl.IntVar(&f.n, "n", 20000, "burndown: requests inserted before the workers start")
 	fl.DurationVar(&f.duration, "duration", 30*time.Second, "continuous: how long to submit")
+	fl.Float64Var(&f.rate, "rate", 0, "continuous: the offered load in requests/s on a fixed schedule, whether or not the system keeps up (0: as fast as the submitters can)")
 	fl.IntVar(&f.submitters, "submitters", 8, "concurrent submitting connections")
 	fl.IntVar(&f.workers, "workers", 64, "executor workers and claim batch; River queue MaxWorkers")
 	e.jsonFlag(cmd, "print the report as JSON (progress goes to stderr)")
@@ -95,7 +97,7 @@ func runBench(ctx context.Context, e *env, f benchFlags) error {
 		return fail(exitError, "%v", err)
 	}
 	cfg := bench.Config{
-		AdminURL: conf.Database.URL, Mode: f.mode, System: f.system, N: f.n, Duration: f.duration,
+		AdminURL: conf.Database.URL, Mode: f.mode, System: f.system, N: f.n, Duration: f.duration, Rate: f.rate,
 		Submitters: f.submitters, Workers: f.workers, Keep: f.keep, NoProjector: f.noProjector, NoSealer: f.noSealer,
 		RiverFetchCooldown: f.riverCooldown, ClaimBatch: f.claimBatch, CompleteBatch: f.completeBatch, WorkSettings: f.workSettings,
 		Progress: e.io.out, Logger: slog.New(slog.NewTextHandler(e.io.err, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -122,11 +122,42 @@ func TestConfigValidate(t *testing.T) {
 		"too many":    func(c *Config) { c.Workers = 10001 },
 		"no duration": func(c *Config) { c.Duration = -time.Second },
 		"cooldown":    func(c *Config) { c.RiverFetchCooldown = time.Microsecond },
+		"rate < 0":    func(c *Config) { c.Mode, c.Rate = ModeContinuous, -1 },
+		"burn rate":   func(c *Config) { c.Mode, c.Rate = ModeBurndown, 100 },
 	} {
 		c := good
 		mutate(&c)
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestOfferedRate: with --rate the submitters keep to the schedule: never
+// more requests than the rate allows over the window (less when the
+// system is slow, which this machine may be).
+func TestOfferedRate(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	r, err := Run(ctx, Config{AdminURL: testdb.AdminURL(), Mode: ModeContinuous, System: SystemExecledger,
+		Duration: 2 * time.Second, Rate: 40, Submitters: 4, Workers: 8, Interval: 500 * time.Millisecond,
+		Stall: 30 * time.Second, Progress: &progress})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, progress.String())
+	}
+	s := r.Runs[0]
+	// Request k is due k/40 s after the start: over the window at most
+	// 40·window+1 are due; each submitter may have one due request in hand
+	// when the window closes.
+	limit := int64(40*s.Seconds) + 1 + int64(s.Submitters)
+	if s.Requests < 1 || s.Requests > limit || s.Rate != 40 {
+		t.Fatalf("offered 40/s for %.2fs: %d submitted (at most %d), rate %v", s.Seconds, s.Requests, limit, s.Rate)
+	}
+	var report strings.Builder
+	r.Print(&report)
+	if !strings.Contains(report.String(), "offered 40/s") {
+		t.Errorf("the report does not say the offered rate:\n%s", report.String())
 	}
 }

@@ -41,6 +41,11 @@ type Config struct {
 	N          int           // burndown: requests inserted before the workers start
 	Duration   time.Duration // continuous: how long the submitters submit
 	Submitters int           // concurrent submitting connections
+	// Rate, in continuous mode, is the offered load in requests per
+	// second over all submitters, on a fixed schedule (request k is due
+	// at k/Rate after the start, whether or not the system keeps up); 0
+	// submits as fast as the submitters can.
+	Rate float64
 	Workers    int           // executor Workers and ClaimBatch; River queue MaxWorkers
 	// ClaimBatch and CompleteBatch override the executor's batch sizes when
 	// positive (experiments; by default ClaimBatch is Workers).
@@ -113,6 +118,9 @@ func (c Config) Validate() error {
 	}
 	if c.N < 1 || c.Submitters < 1 || c.Workers < 1 || c.ClaimBatch < 1 || c.CompleteBatch < 0 {
 		errs = append(errs, errors.New("bench: n, submitters, workers and batch sizes must be positive"))
+	}
+	if c.Rate < 0 || c.Rate > 1e6 || (c.Rate > 0 && c.Mode != ModeContinuous) {
+		errs = append(errs, fmt.Errorf("bench: rate %g: a continuous run's offered requests/s, between 0 (as fast as possible) and 1e6", c.Rate))
 	}
 	if c.Workers > 10000 {
 		errs = append(errs, errors.New("bench: workers must be at most 10000 (River's limit)"))

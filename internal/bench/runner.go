@@ -55,7 +55,7 @@ func runSystem(ctx context.Context, cfg Config, sys string) (s *Summary, err err
 		return nil, err
 	}
 	defer t.close()
-	s = &Summary{System: sys, Mode: cfg.Mode, Submitters: cfg.Submitters, Workers: cfg.Workers}
+	s = &Summary{System: sys, Mode: cfg.Mode, Submitters: cfg.Submitters, Workers: cfg.Workers, Rate: cfg.Rate}
 	if cfg.Keep {
 		s.Database = db.Name
 	}
@@ -116,7 +116,7 @@ func continuous(ctx context.Context, cfg Config, t target, s *Summary) error {
 	if err != nil {
 		return err
 	}
-	submitted, stopSubmitters := submitters(runCtx, cancel, t, cfg.Submitters)
+	submitted, stopSubmitters := submitters(runCtx, cancel, t, cfg.Submitters, cfg.Rate)
 	m := newMonitor(t, cfg, began, exited, submitted.Load)
 	windowEnd, merr := m.until(runCtx, began.Add(cfg.Duration))
 	if err := errors.Join(stopSubmitters(), merr); err != nil {
@@ -138,15 +138,32 @@ func continuous(ctx context.Context, cfg Config, t target, s *Summary) error {
 
 // submitters starts n goroutines that submit one request after another
 // until stop is called, which waits for them and returns the first error.
-// An error cancels the run at once.
-func submitters(ctx context.Context, cancel context.CancelFunc, t target, n int) (*atomic.Int64, func() error) {
+// An error cancels the run at once. With a rate, request k waits until
+// k/rate after the start: an offered load that does not slow down when the
+// system does (submitters that fall behind the schedule catch up at once).
+func submitters(ctx context.Context, cancel context.CancelFunc, t target, n int, perSecond float64) (*atomic.Int64, func() error) {
 	var submitted, next atomic.Int64
 	var stopping atomic.Bool
 	done := make(chan error, 1)
+	start := time.Now()
 	go func() {
 		err := fanOut(ctx, n, func(ctx context.Context) error {
 			for !stopping.Load() {
-				if err := t.submit(ctx, int(next.Add(1)-1)); err != nil {
+				k := next.Add(1) - 1
+				if perSecond > 0 {
+					due := start.Add(time.Duration(float64(k) / perSecond * float64(time.Second)))
+					if wait := time.Until(due); wait > 0 {
+						select {
+						case <-time.After(wait):
+						case <-ctx.Done():
+							return nil
+						}
+					}
+					if stopping.Load() {
+						return nil
+					}
+				}
+				if err := t.submit(ctx, int(k)); err != nil {
 					return fmt.Errorf("bench: %s: submit: %w", t.name(), err)
 				}
 				submitted.Add(1)

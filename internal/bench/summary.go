@@ -18,6 +18,9 @@ type Summary struct {
 	Database   string `json:"database,omitempty"` // set when kept
 	Submitters int    `json:"submitters"`
 	Workers    int    `json:"workers"`
+	// Rate is the offered load of a continuous run in requests/s; 0 when
+	// the submitters submitted as fast as they could.
+	Rate float64 `json:"offered_rate,omitempty"`
 
 	// Requests is how many requests were inserted in the run.
 	Requests int64 `json:"requests"`
@@ -98,8 +101,12 @@ func (s *Summary) print(w io.Writer) {
 		fmt.Fprintf(w, "%s burndown: %d requests drained in %.2fs: %.0f requests/s (inserted in %.2fs, %.0f/s)\n",
 			s.System, s.Requests, s.Seconds, s.PerSecond, s.InsertSeconds, rate(s.Requests, s.InsertSeconds))
 	default:
-		fmt.Fprintf(w, "%s continuous: %.1fs, %d submitters, %d workers: submitted %d (%.0f/s), completed %d in the window: %.0f requests/s; backlog drained in %.2fs\n",
-			s.System, s.Seconds, s.Submitters, s.Workers, s.Requests, rate(s.Requests, s.InsertSeconds), s.Completed,
+		offered := ""
+		if s.Rate > 0 {
+			offered = fmt.Sprintf(", offered %.0f/s", s.Rate)
+		}
+		fmt.Fprintf(w, "%s continuous: %.1fs, %d submitters%s, %d workers: submitted %d (%.0f/s), completed %d in the window: %.0f requests/s; backlog drained in %.2fs\n",
+			s.System, s.Seconds, s.Submitters, offered, s.Workers, s.Requests, rate(s.Requests, s.InsertSeconds), s.Completed,
 			s.PerSecond, s.DrainSeconds)
 	}
 	l := s.Latency
