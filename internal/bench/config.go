@@ -45,8 +45,8 @@ type Config struct {
 	// second over all submitters, on a fixed schedule (request k is due
 	// at k/Rate after the start, whether or not the system keeps up); 0
 	// submits as fast as the submitters can.
-	Rate float64
-	Workers    int           // executor Workers and ClaimBatch; River queue MaxWorkers
+	Rate    float64
+	Workers int // executor Workers and ClaimBatch; River queue MaxWorkers
 	// ClaimBatch and CompleteBatch override the executor's batch sizes when
 	// positive (experiments; by default ClaimBatch is Workers).
 	ClaimBatch, CompleteBatch int
