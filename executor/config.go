@@ -26,6 +26,12 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// CompleteBatch is the most completions written in one transaction.
 	CompleteBatch int
+	// MaxAttempts bounds the claims of one request: a lease lost on the
+	// last attempt ends the request failed (runtime_failure) instead of
+	// requeueing it. A requeued request keeps its place in the queue, so
+	// without a bound a request that kills its executor would be the first
+	// claimed after every restart.
+	MaxAttempts int
 	// Metrics, when set, receives the executor's measurements.
 	Metrics *Metrics
 	// Skills, when set, serves the tools of installed skills (tier A);
@@ -55,6 +61,7 @@ func (c Config) WithDefaults() Config {
 	seti(&c.ClaimBatch, 64)
 	seti(&c.DefaultMaxCallsPerRun, 4)
 	seti(&c.CompleteBatch, 256)
+	seti(&c.MaxAttempts, 10)
 	set(&c.Lease, 30*time.Second)
 	set(&c.PollInterval, time.Second)
 	set(&c.RescueInterval, 5*time.Second)
@@ -67,8 +74,8 @@ func (c Config) WithDefaults() Config {
 // Validate reports the first unusable setting.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Workers < 1 || c.ClaimBatch < 1 || c.CompleteBatch < 1 {
-		errs = append(errs, errors.New("executor: workers, claim_batch and complete_batch must be positive"))
+	if c.Workers < 1 || c.ClaimBatch < 1 || c.CompleteBatch < 1 || c.MaxAttempts < 1 {
+		errs = append(errs, errors.New("executor: workers, claim_batch, complete_batch and max_attempts must be positive"))
 	}
 	if c.Lease < time.Second {
 		errs = append(errs, fmt.Errorf("executor: lease %s is shorter than 1s", c.Lease))

@@ -186,6 +186,8 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 			action = "cancelled"
 		case x.started && !safe:
 			action = "outcome_unknown"
+		case x.attempt >= e.cfg.MaxAttempts:
+			action = "abandoned" // lost on every attempt: not requeued again (Config.MaxAttempts)
 		}
 		by := ""
 		if x.claimedBy != nil {
@@ -205,8 +207,11 @@ func (e *Executor) rescueLeases(ctx context.Context) (int, error) {
 		}
 		res := failure("outcome_unknown", fmt.Sprintf("executor %s stopped after %s started; %s is not safe to repeat", by, x.tool, x.tool))
 		state := "failed"
-		if action == "cancelled" {
+		switch action {
+		case "cancelled":
 			res, state = failure("cancelled", "cancelled while its executor was gone"), "cancelled"
+		case "abandoned":
+			res = failure("runtime_failure", fmt.Sprintf("its lease was lost on each of %d attempts (executor %s the last); not requeued again", x.attempt, by))
 		}
 		executor, tier := "unknown", ""
 		if impl != nil {

@@ -428,6 +428,7 @@ func executorConfig(cfg config.Config) executor.Config {
 		PollInterval: x.PollInterval.Duration, RescueInterval: x.RescueInterval.Duration,
 		ShutdownGrace: x.ShutdownGrace.Duration, ToolTimeout: x.ToolTimeout.Duration,
 		DefaultMaxCallsPerRun: x.DefaultMaxCallsPerRun, Sensitive: x.Sensitive, ApprovalTimeout: x.ApprovalTimeout.Duration,
+		MaxAttempts: x.MaxAttempts,
 	}
 }
 

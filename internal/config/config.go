@@ -66,6 +66,7 @@ type Executor struct {
 	DefaultMaxCallsPerRun int      `toml:"default_max_calls_per_run"` // a run's budget unless set by ledger.set_run_budget
 	Sensitive             []string `toml:"sensitive"`                 // tools that wait for ledger.approve
 	ApprovalTimeout       Duration `toml:"approval_timeout"`          // a request waits this long for approval
+	MaxAttempts           int      `toml:"max_attempts"`              // claims of one request before a lost lease ends it
 }
 
 // Process configures the process.run tool (sandbox tiers B and C).
@@ -199,7 +200,7 @@ func Default() Config {
 		Executor: Executor{Enabled: true, Workers: 64, ClaimBatch: 64, Lease: Duration{30 * time.Second},
 			PollInterval: Duration{time.Second}, RescueInterval: Duration{5 * time.Second},
 			ShutdownGrace: Duration{10 * time.Second}, ToolTimeout: Duration{30 * time.Second},
-			DefaultMaxCallsPerRun: 4, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}},
+			DefaultMaxCallsPerRun: 4, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}, MaxAttempts: 10},
 		Projector: Projector{Enabled: true, BatchSize: 500, PollInterval: Duration{100 * time.Millisecond}},
 		Sealer: Sealer{Enabled: true, CheckpointEvery: 1000, CheckpointInterval: Duration{time.Second},
 			WitnessKeys: []string{}, BatchSize: 1000},
@@ -309,6 +310,9 @@ func (c Config) Validate() error {
 	}
 	if x.DefaultMaxCallsPerRun < 0 {
 		errs = append(errs, errors.New("executor.default_max_calls_per_run: must not be negative"))
+	}
+	if x.MaxAttempts < 1 {
+		errs = append(errs, errors.New("executor.max_attempts: must be at least 1"))
 	}
 	p := c.Process
 	if p.Tier != "B" && p.Tier != "C" {
