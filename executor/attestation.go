@@ -42,7 +42,7 @@ type attestationInput struct {
 }
 
 // sign builds and signs the statement for in and the event that records it.
-func (e *Executor) sign(ctx context.Context, in attestationInput) (attestation, error) {
+func (r *recorder) sign(ctx context.Context, in attestationInput) (attestation, error) {
 	ex := attest.Execution{
 		AttestationID:  in.requestID.String() + "/" + strconv.Itoa(in.attempt),
 		RequestID:      in.requestID.String(),
@@ -51,9 +51,9 @@ func (e *Executor) sign(ctx context.Context, in attestationInput) (attestation, 
 		RunID:          in.runID,
 		Tier:           in.tier,
 		Executor:       in.executor,
-		ExecutorHost:   e.cfg.Label,
+		ExecutorHost:   r.label,
 		Enforcement:    in.result.Enforcement,
-		PolicyDigest:   e.policy.Digest(),
+		PolicyDigest:   r.policyDigest,
 		Decision:       in.decision,
 		DecisionReason: in.reason,
 		ApprovalRef:    in.approvalRef,
@@ -62,9 +62,9 @@ func (e *Executor) sign(ctx context.Context, in attestationInput) (attestation, 
 		TimedOut:       in.result.TimedOut,
 		Success:        in.result.ErrorKind == "",
 		ExitStatus:     in.result.ExitStatus,
-		ErrorKind:      in.result.ErrorKind,
+		ErrorKind:      string(in.result.ErrorKind),
 		Resources:      in.result.Resources,
-		LogCheckpoint:  e.logCheckpoint(ctx),
+		LogCheckpoint:  r.logCheckpoint(ctx),
 		Skill:          in.skill,
 	}
 	st := attest.NewStatement(nil, in.output, ex)
@@ -73,7 +73,7 @@ func (e *Executor) sign(ctx context.Context, in attestationInput) (attestation, 
 			st.Subject[i].Digest = map[string]string{"sha256": hex.EncodeToString(in.inputDigest)}
 		}
 	}
-	_, envJSON, digest, err := e.signer.Sign(st)
+	_, envJSON, digest, err := r.signer.Sign(st)
 	if err != nil {
 		return attestation{}, err
 	}
@@ -82,9 +82,9 @@ func (e *Executor) sign(ctx context.Context, in attestationInput) (attestation, 
 		Payload: map[string]any{
 			"request_id":         in.requestID,
 			"attestation_digest": digest,
-			"key_id":             e.signer.KeyID(),
+			"key_id":             r.signer.KeyID(),
 			"envelope":           string(envJSON),
 		},
-		Metadata: traceMeta(ledger.Metadata{Actor: e.cfg.Label, CorrelationID: in.requestID.String()}, in.trace),
+		Metadata: r.meta(in.requestID, in.trace),
 	}}, nil
 }

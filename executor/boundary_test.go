@@ -361,7 +361,7 @@ func TestApprovalBeforeClaim(t *testing.T) {
 	if _, err := e.carolSQL.Pool.Exec(ctx, "SELECT ledger.deny_approval($1, 'no')", refused); err != nil {
 		t.Fatalf("deny before the claim: %v", err)
 	}
-	x, err := New(e.execSQL.Pool, Config{Label: "exec-again", Sensitive: []string{"sleep"}}, e.exec.policy, e.exec.signer,
+	x, err := New(e.execSQL.Pool, Config{Label: "exec-again", Sensitive: []string{"sleep"}}, e.policy, e.signer,
 		slog.New(slog.DiscardHandler), Echo{}, Sleep{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // decodeStrict decodes a JSON object into v, refusing unknown fields and
@@ -40,26 +42,31 @@ func (Echo) Executor() string   { return "builtin" }
 func (Echo) Tier() string       { return "builtin" }
 func (Echo) SafeToRepeat() bool { return true }
 
-func (Echo) Validate(input json.RawMessage) error {
+// Prepare parses the input strictly; Run gets the text.
+func (Echo) Prepare(_ context.Context, call Call) (any, error) {
 	var in echoInput
-	if err := decodeStrict(input, &in); err != nil {
-		return fmt.Errorf("echo: %w", err)
+	if err := decodeStrict(call.Input, &in); err != nil {
+		return nil, fmt.Errorf("echo: %w", err)
 	}
 	if in.Text == nil {
-		return errors.New(`echo: input needs "text"`)
+		return nil, errors.New(`echo: input needs "text"`)
 	}
 	if n := utf8.RuneCountInString(*in.Text); n > EchoMaxText {
-		return fmt.Errorf("echo: text is %d characters, the limit is %d", n, EchoMaxText)
+		return nil, fmt.Errorf("echo: text is %d characters, the limit is %d", n, EchoMaxText)
 	}
-	return nil
+	return *in.Text, nil
 }
 
 func (e Echo) Run(_ context.Context, call Call) Result {
-	var in echoInput
-	if err := decodeStrict(call.Input, &in); err != nil || in.Text == nil {
-		return failure("invalid_input", "echo: invalid input")
+	if call.Prepared == nil {
+		p, err := e.Prepare(context.Background(), call)
+		if err != nil {
+			return Refused(err)
+		}
+		call.Prepared = p
 	}
-	out, _ := json.Marshal(map[string]string{"text": *in.Text})
+	text := call.Prepared.(string)
+	out, _ := json.Marshal(map[string]string{"text": text})
 	return Result{Output: out}
 }
 
@@ -79,27 +86,32 @@ func (Sleep) Executor() string   { return "builtin" }
 func (Sleep) Tier() string       { return "builtin" }
 func (Sleep) SafeToRepeat() bool { return true }
 
-func (Sleep) Validate(input json.RawMessage) error {
+// Prepare parses the input strictly; Run gets the duration.
+func (Sleep) Prepare(_ context.Context, call Call) (any, error) {
 	var in sleepInput
-	if err := decodeStrict(input, &in); err != nil {
-		return fmt.Errorf("sleep: %w", err)
+	if err := decodeStrict(call.Input, &in); err != nil {
+		return nil, fmt.Errorf("sleep: %w", err)
 	}
 	if in.MS == nil {
-		return errors.New(`sleep: input needs "ms"`)
+		return nil, errors.New(`sleep: input needs "ms"`)
 	}
 	if *in.MS < 0 || time.Duration(*in.MS)*time.Millisecond > SleepMax {
-		return fmt.Errorf("sleep: ms must be between 0 and %d, got %d", SleepMax.Milliseconds(), *in.MS)
+		return nil, fmt.Errorf("sleep: ms must be between 0 and %d, got %d", SleepMax.Milliseconds(), *in.MS)
 	}
-	return nil
+	return time.Duration(*in.MS) * time.Millisecond, nil
 }
 
-func (Sleep) Run(ctx context.Context, call Call) Result {
-	var in sleepInput
-	if err := decodeStrict(call.Input, &in); err != nil || in.MS == nil {
-		return failure("invalid_input", "sleep: invalid input")
+func (s Sleep) Run(ctx context.Context, call Call) Result {
+	if call.Prepared == nil {
+		p, err := s.Prepare(ctx, call)
+		if err != nil {
+			return Refused(err)
+		}
+		call.Prepared = p
 	}
+	d := call.Prepared.(time.Duration)
 	start := time.Now()
-	t := time.NewTimer(time.Duration(*in.MS) * time.Millisecond)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -116,12 +128,12 @@ func interrupted(ctx context.Context, tool string) Result {
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errCancelled):
-		return failure("cancelled", tool+": cancelled")
+		return failure(ledger.KindCancelled, tool+": cancelled")
 	case errors.Is(cause, errShutdown):
-		return failure("cancelled", tool+": stopped: the executor shut down")
+		return failure(ledger.KindCancelled, tool+": stopped: the executor shut down")
 	case errors.Is(cause, errLeaseLost):
-		return failure("runtime_failure", tool+": stopped: the executor lost its lease")
+		return failure(ledger.KindRuntimeFailure, tool+": stopped: the executor lost its lease")
 	default:
-		return Result{ErrorKind: "timed_out", Error: tool + ": timed out", TimedOut: true}
+		return Result{ErrorKind: ledger.KindTimedOut, Error: tool + ": timed out", TimedOut: true}
 	}
 }

@@ -237,12 +237,15 @@ func TestChaosKillExecutor(t *testing.T) {
 	alice := ledger.NewClient(db.LoginRole(t, "alice", "ledger_submitter").Pool)
 	defer alice.Close()
 
-	a := k.startChild(t, db.URL, "exec-a")
+	// Everything is submitted before the executor starts, so that a quarter
+	// in, three quarters are still to run whatever the machine's load (with
+	// submissions slower than the executor, it could finish them all).
 	for i := range n {
 		if _, err := alice.Submit(context.Background(), mixedInput(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	a := k.startChild(t, db.URL, "exec-a")
 	for finishedCount(t, db.Pool) < n/4 {
 		time.Sleep(20 * time.Millisecond)
 	}

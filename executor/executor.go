@@ -16,10 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/policy"
@@ -28,30 +26,35 @@ import (
 
 // Executor runs requests. Several executors, in one process or many, may
 // share a database: claims never overlap.
+//
+// It is a set of services, each with a goroutine of its own and a small
+// interface to the others, the way River splits a client:
+//   - the claimer (claimer.go) claims and authorizes batches and starts
+//     what may run;
+//   - the runner (run.go) runs calls, at most Config.Workers at once, and
+//     keeps the claims this executor holds;
+//   - the completer (completer.go) writes finished calls in batches;
+//   - the heartbeat (heartbeat.go) extends the leases held and stops calls
+//     whose claims were lost or cancelled;
+//   - the listener (listener.go) turns NOTIFYs into wake-ups;
+//   - the rescuer (rescuer.go) settles expired leases and approvals, and
+//     attests requests that ended in SQL.
+//
+// Every transaction that writes has one shape (settle, record.go): lock
+// and read rows, decide, sign, record through ledger.executor_record.
 type Executor struct {
-	cfg       Config
-	pool      *pgxpool.Pool
-	store     *ledger.Store
-	policy    *policy.Engine
-	signer    *attest.Signer
-	tools     map[string]Tool
-	sensitive map[string]bool
-	logger    *slog.Logger
-	metrics   *Metrics
-	tracer    trace.Tracer // nil: tracing off (trace.go)
+	cfg    Config
+	pool   *pgxpool.Pool
+	store  *ledger.Store
+	policy *policy.Engine
+	logger *slog.Logger
 
-	slots    chan struct{} // one token per running call
-	outcomes chan outcome  // finished calls, to the completer
-	wake     chan struct{} // a NOTIFY or a free slot: try to claim
-
-	mu       sync.Mutex
-	inflight map[uuid.UUID]*job // claimed and not yet completed
-
-	logHead logHead // the newest checkpoint, for attestations
-
-	// skillTools are the tool ids installed skills have served (the
-	// Skills' answers): metrics name them rather than "unknown".
-	skillTools sync.Map
+	claimer   *claimer
+	runner    *runner
+	completer *completer
+	heartbeat *heartbeat
+	listener  *listener
+	rescuer   *rescuer
 }
 
 // New returns an Executor running the given tools.
@@ -63,29 +66,36 @@ func New(pool *pgxpool.Pool, cfg Config, pol *policy.Engine, signer *attest.Sign
 	if pol == nil || signer == nil {
 		return nil, errors.New("executor: a policy engine and a signer are required")
 	}
-	e := &Executor{
-		cfg: cfg, pool: pool, store: ledger.NewStore(pool), policy: pol, signer: signer,
-		tools: map[string]Tool{}, sensitive: map[string]bool{},
-		logger:   logger.With(slog.String("component", "executor"), slog.String("executor", cfg.Label)),
-		metrics:  cfg.Metrics,
-		slots:    make(chan struct{}, cfg.Workers),
-		outcomes: make(chan outcome, cfg.Workers),
-		wake:     make(chan struct{}, 1),
-		inflight: map[uuid.UUID]*job{},
+	ts, err := newToolSet(tools, cfg.Sensitive)
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range tools {
-		if _, dup := e.tools[t.Name()]; dup {
-			return nil, fmt.Errorf("executor: tool %q registered twice", t.Name())
-		}
-		e.tools[t.Name()] = t
-	}
-	for _, s := range cfg.Sensitive {
-		e.sensitive[s] = true
-	}
+	logger = logger.With(slog.String("component", "executor"), slog.String("executor", cfg.Label))
+	var tr tracing
 	if cfg.TracerProvider != nil {
-		e.tracer = cfg.TracerProvider.Tracer(tracerName)
+		tr.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
-	return e, nil
+	store := ledger.NewStore(pool)
+	rec := &recorder{pool: pool, store: store, signer: signer, policyDigest: pol.Digest(), label: cfg.Label,
+		approvalTimeout: cfg.ApprovalTimeout, logger: logger}
+	outcomes := make(chan outcome, cfg.Workers)
+	run := newRunner(cfg.Workers, cfg.ToolTimeout, outcomes)
+	run.tools, run.metrics, run.tracing, run.logger = ts, cfg.Metrics, tr, logger
+	cl := &claimer{cfg: cfg, rec: rec, policy: pol, tools: ts, runner: run, metrics: cfg.Metrics, tracing: tr, logger: logger,
+		wake: make(chan struct{}, 1)}
+	run.freed = cl.poke
+	hb := &heartbeat{pool: pool, lease: cfg.Lease, claims: run, logger: logger}
+	return &Executor{
+		cfg: cfg, pool: pool, store: store, policy: pol, logger: logger,
+		claimer: cl,
+		runner:  run,
+		completer: &completer{rec: rec, batchSize: cfg.CompleteBatch, in: outcomes, jobs: run, tools: ts, metrics: cfg.Metrics,
+			tracing: tr, logger: logger},
+		heartbeat: hb,
+		listener:  &listener{pool: pool, logger: logger, pending: cl.poke, cancel: hb.readCancelFlags},
+		rescuer: &rescuer{rec: rec, tools: ts, interval: cfg.RescueInterval, maxAttempts: cfg.MaxAttempts, metrics: cfg.Metrics,
+			logger: logger, requeued: cl.poke},
+	}, nil
 }
 
 // Run claims and runs requests until ctx ends, then stops claiming, lets
@@ -104,16 +114,16 @@ func (e *Executor) Run(ctx context.Context) error {
 	completerDone := make(chan struct{})
 	go func() {
 		defer close(completerDone)
-		e.completer(bg)
+		e.completer.run(bg)
 	}()
-	wg.Go(func() { e.listen(bg) })
-	wg.Go(func() { e.heartbeat(bg) })
-	wg.Go(func() { e.rescuer(bg) })
+	wg.Go(func() { e.listener.run(bg) })
+	wg.Go(func() { e.heartbeat.run(bg) })
+	wg.Go(func() { e.rescuer.run(bg) })
 
 	e.logger.Info("executor started", slog.Int("workers", e.cfg.Workers), slog.String("policy_digest", e.policy.Digest()))
-	err := e.fetchLoop(ctx)
-	e.shutdown()
-	close(e.outcomes)
+	e.claimer.run(ctx)
+	e.runner.shutdown(e.cfg.ShutdownGrace)
+	close(e.completer.in)
 	<-completerDone
 	if _, uerr := e.pool.Exec(bg, queryUnregisterWaiter, e.cfg.Label); uerr != nil {
 		e.logger.Warn("unregister waiter", slog.Any("error", uerr))
@@ -121,118 +131,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	stopBG()
 	wg.Wait()
 	e.logger.Info("executor stopped")
-	return err
-}
-
-// shutdown waits for running calls up to the grace period, then stops them
-// (their outcomes record why). It returns when no call is running.
-func (e *Executor) shutdown() {
-	deadline := time.NewTimer(e.cfg.ShutdownGrace)
-	defer deadline.Stop()
-	held := 0
-	for held < cap(e.slots) {
-		select {
-		case e.slots <- struct{}{}:
-			held++
-			continue
-		case <-deadline.C:
-		}
-		e.mu.Lock()
-		for _, j := range e.inflight {
-			if j.cancel != nil {
-				j.cancel(errShutdown)
-			}
-		}
-		n := len(e.inflight)
-		e.mu.Unlock()
-		e.logger.Warn("shutdown grace period over: stopping running calls", slog.Int("calls", n))
-		for ; held < cap(e.slots); held++ {
-			e.slots <- struct{}{}
-		}
-	}
-}
-
-// fetchLoop claims while there are free slots and work, and otherwise
-// waits for a NOTIFY, a freed slot or the poll interval.
-func (e *Executor) fetchLoop(ctx context.Context) error {
-	waiting := false // registered in ledger.queue_waiters
-	poll := time.NewTimer(0)
-	defer poll.Stop()
-	for ctx.Err() == nil {
-		free := cap(e.slots) - len(e.slots)
-		if free > 0 {
-			n, err := e.claim(ctx, min(free, e.cfg.ClaimBatch))
-			if errors.Is(err, ErrSkillsNotReady) {
-				// The claim rolled back: build its skills outside any
-				// transaction, then claim again.
-				if err := e.cfg.Skills.Prepare(ctx); err != nil && ctx.Err() == nil {
-					e.logger.Error("prepare skills", slog.Any("error", err))
-					sleep(ctx, 200*time.Millisecond)
-				}
-				continue
-			}
-			if err != nil && ctx.Err() == nil {
-				e.logger.Error("claim", slog.Any("error", err))
-				sleep(ctx, 200*time.Millisecond)
-				continue
-			}
-			if n > 0 {
-				if waiting {
-					waiting = !e.unregisterWaiter(ctx)
-				}
-				continue
-			}
-			if !waiting {
-				if e.registerWaiter(ctx) {
-					waiting = true
-					continue // claim once more now that submitters will notify
-				}
-			}
-		}
-		poll.Reset(e.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-		case <-e.wake:
-		case <-poll.C:
-		}
-	}
 	return nil
-}
-
-// registerWaiter asks submitters to NOTIFY, then waits until every
-// transaction that began before the registration was visible has ended:
-// a submit that checked for waiters before then has committed, so the next
-// claim sees its request. It reports whether the registration holds.
-func (e *Executor) registerWaiter(ctx context.Context) bool {
-	if _, err := e.pool.Exec(ctx, queryRegisterWaiter, e.cfg.Label); err != nil {
-		e.logger.Warn("register waiter", slog.Any("error", err))
-		return false
-	}
-	var horizon string
-	if err := e.pool.QueryRow(ctx, queryHorizon).Scan(&horizon); err != nil {
-		return true
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		var passed bool
-		if err := e.pool.QueryRow(ctx, queryHorizonPassed, horizon).Scan(&passed); err != nil || passed {
-			return true
-		}
-		sleep(ctx, time.Millisecond)
-	}
-	return true
-}
-
-func (e *Executor) unregisterWaiter(ctx context.Context) bool {
-	_, err := e.pool.Exec(ctx, queryUnregisterWaiter, e.cfg.Label)
-	return err == nil
-}
-
-func (e *Executor) poke() {
-	select {
-	case e.wake <- struct{}{}:
-	default:
-	}
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -46,17 +46,19 @@ type env struct {
 	execSQL  *testdb.Role // the executor's login role
 	pub      ed25519.PublicKey
 	exec     *Executor
+	policy   *policy.Engine // exec's
+	signer   *attest.Signer // exec's
 	stop     func()
 }
 
 // flaky is a tool that is not safe to repeat and counts its runs.
 type flaky struct{ runs atomic.Int64 }
 
-func (*flaky) Name() string                   { return "test.unsafe" }
-func (*flaky) Executor() string               { return "builtin" }
-func (*flaky) Tier() string                   { return "builtin" }
-func (*flaky) SafeToRepeat() bool             { return false }
-func (*flaky) Validate(json.RawMessage) error { return nil }
+func (*flaky) Name() string                               { return "test.unsafe" }
+func (*flaky) Executor() string                           { return "builtin" }
+func (*flaky) Tier() string                               { return "builtin" }
+func (*flaky) SafeToRepeat() bool                         { return false }
+func (*flaky) Prepare(context.Context, Call) (any, error) { return nil, nil }
 func (f *flaky) Run(ctx context.Context, c Call) Result {
 	f.runs.Add(1)
 	return Result{Output: json.RawMessage(`{"ran":true}`)}
@@ -86,11 +88,13 @@ func setup(t *testing.T, mutate func(*Config), extra ...Tool) *env {
 	// nothing else, as the README documents: every test exercises that
 	// boundary.
 	execRole := db.LoginRole(t, "", "ledger_executor")
-	x, err := New(execRole.Pool, cfg, pol, attest.NewSigner(priv), slog.New(slog.DiscardHandler), tools...)
+	signer := attest.NewSigner(priv)
+	x, err := New(execRole.Pool, cfg, pol, signer, slog.New(slog.DiscardHandler), tools...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{db: db, aliceSQL: aliceRole, bobSQL: bobRole, carolSQL: carolRole, execSQL: execRole, pub: pub, exec: x,
+		policy: pol, signer: signer,
 		alice: ledger.NewClient(aliceRole.Pool), bob: ledger.NewClient(bobRole.Pool), carol: ledger.NewClient(carolRole.Pool)}
 	for _, c := range []*ledger.Client{e.alice, e.bob, e.carol} {
 		t.Cleanup(c.Close)
@@ -237,7 +241,7 @@ func TestEchoSucceedsAndIsAttested(t *testing.T) {
 	}
 	st := e.verifyAttestation(t, r)
 	if st.Predicate.Decision != "allow" || !st.Predicate.Success || st.Predicate.Executor != "builtin" ||
-		st.Predicate.ExecutorHost != "exec-test" || st.Predicate.PolicyDigest != e.exec.policy.Digest() {
+		st.Predicate.ExecutorHost != "exec-test" || st.Predicate.PolicyDigest != e.policy.Digest() {
 		t.Fatalf("predicate = %+v", st.Predicate)
 	}
 	// The policy set was published once.
@@ -567,7 +571,7 @@ func TestRescue(t *testing.T) {
 		}
 		before := unsafe.runs.Load()
 		x, err := New(rescuerRole.Pool, Config{Label: "rescuer", RescueInterval: 50 * time.Millisecond, PollInterval: 100 * time.Millisecond},
-			e.exec.policy, e.exec.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{}, unsafe)
+			e.policy, e.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{}, unsafe)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -607,7 +611,7 @@ func TestHeartbeatKeepsLongCallsClaimed(t *testing.T) {
 func TestExecutorsNeverShareAClaim(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
-	second, err := New(e.db.LoginRole(t, "", "ledger_executor").Pool, Config{Label: "exec-second"}, e.exec.policy, e.exec.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{})
+	second, err := New(e.db.LoginRole(t, "", "ledger_executor").Pool, Config{Label: "exec-second"}, e.policy, e.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,11 +679,11 @@ func isSQLState(err error, code string) bool {
 // executor does with awkward results.
 type rawTool struct{}
 
-func (rawTool) Name() string                   { return "test.raw" }
-func (rawTool) Executor() string               { return "builtin" }
-func (rawTool) Tier() string                   { return "builtin" }
-func (rawTool) SafeToRepeat() bool             { return true }
-func (rawTool) Validate(json.RawMessage) error { return nil }
+func (rawTool) Name() string                               { return "test.raw" }
+func (rawTool) Executor() string                           { return "builtin" }
+func (rawTool) Tier() string                               { return "builtin" }
+func (rawTool) SafeToRepeat() bool                         { return true }
+func (rawTool) Prepare(context.Context, Call) (any, error) { return nil, nil }
 func (rawTool) Run(ctx context.Context, c Call) Result {
 	var in struct {
 		Output json.RawMessage `json:"output"`

@@ -31,11 +31,13 @@ type job struct {
 	wasCharged                bool // an earlier claim already paid the run's budget
 	submittedAt               time.Time
 
-	impl     Tool       // nil for an unknown tool
-	skill    *SkillTool // set when an installed skill serves the tool
-	decision policy.Decision
-	started  time.Time
-	trace    jobTrace
+	impl       Tool       // nil for an unknown tool
+	skill      *SkillTool // set when an installed skill serves the tool
+	decision   policy.Decision
+	prepared   any              // what impl.Prepare returned, for Run
+	deniedKind ledger.ErrorKind // the claim denied it: why
+	started    time.Time
+	trace      jobTrace
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -43,6 +45,11 @@ type job struct {
 }
 
 func (j *job) charged() bool { return j.wasCharged }
+
+// call is the job's Call, as Prepare and Run see it.
+func (j *job) call() Call {
+	return Call{RequestID: j.id, Attempt: j.attempt, Principal: j.principal, RunID: j.runID, Input: j.input, Prepared: j.prepared}
+}
 
 func (j *job) stream() string { return "request:" + j.id.String() }
 

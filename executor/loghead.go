@@ -31,8 +31,8 @@ type logHead struct {
 // none), reading it when the copy is older than logHeadMaxAge. A failed
 // read keeps the copy: an attestation then names an older checkpoint,
 // which is still true of it.
-func (e *Executor) logCheckpoint(ctx context.Context) *attest.LogCheckpoint {
-	h := &e.logHead
+func (r *recorder) logCheckpoint(ctx context.Context) *attest.LogCheckpoint {
+	h := &r.head
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if time.Since(h.read) < logHeadMaxAge {
@@ -41,12 +41,12 @@ func (e *Executor) logCheckpoint(ctx context.Context) *attest.LogCheckpoint {
 	var size int64
 	var root []byte
 	var origin string
-	err := e.pool.QueryRow(ctx, queryNewestCheckpoint).Scan(&size, &root, &origin)
+	err := r.pool.QueryRow(ctx, queryNewestCheckpoint).Scan(&size, &root, &origin)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		h.cp = nil
 	case err != nil:
-		e.logger.Warn("newest log checkpoint not read; attestations name the last one read", slog.Any("error", err))
+		r.logger.Warn("newest log checkpoint not read; attestations name the last one read", slog.Any("error", err))
 		return h.cp
 	default:
 		h.cp = &attest.LogCheckpoint{Origin: origin, Size: uint64(size), RootHash: base64.StdEncoding.EncodeToString(root)}

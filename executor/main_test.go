@@ -69,11 +69,11 @@ func chaosChild() int {
 // a file before it works, so a test can count how often each request ran.
 type journal struct{ path string }
 
-func (journal) Name() string                   { return "test.journal" }
-func (journal) Executor() string               { return "builtin" }
-func (journal) Tier() string                   { return "builtin" }
-func (journal) SafeToRepeat() bool             { return false }
-func (journal) Validate(json.RawMessage) error { return nil }
+func (journal) Name() string                               { return "test.journal" }
+func (journal) Executor() string                           { return "builtin" }
+func (journal) Tier() string                               { return "builtin" }
+func (journal) SafeToRepeat() bool                         { return false }
+func (journal) Prepare(context.Context, Call) (any, error) { return nil, nil }
 
 func (j journal) Run(ctx context.Context, c Call) Result {
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_SYNC, 0o644)

@@ -77,24 +77,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) toolLabel(e *Executor, tool string) string {
-	if _, ok := e.tools[tool]; ok {
-		return tool
-	}
-	if _, ok := e.skillTools.Load(tool); ok {
-		return tool // an installed skill's: as bounded as what skill admins install
-	}
-	return "unknown" // bounded cardinality: requests may name any tool
-}
-
-func (m *Metrics) finish(e *Executor, tool, state, kind string, submitted time.Time) {
+// finish counts a request that ended in state; tool is its metric label
+// (toolSet.label).
+func (m *Metrics) finish(tool string, state ledger.State, kind ledger.ErrorKind, submitted time.Time) {
 	if m == nil {
 		return
 	}
-	t := m.toolLabel(e, tool)
-	m.finished.WithLabelValues(t, state, kind).Inc()
+	m.finished.WithLabelValues(tool, string(state), string(kind)).Inc()
 	if !submitted.IsZero() {
-		m.latency.WithLabelValues(t).Observe(time.Since(submitted).Seconds())
+		m.latency.WithLabelValues(tool).Observe(time.Since(submitted).Seconds())
 	}
 }
 
@@ -131,11 +122,11 @@ func (m *Metrics) rescued(action string) {
 // ran records what a job's run in its tier did: how long it took, whether
 // the sandbox stopped it and why, the fuel it used and its outbound
 // connections. res is the result after execute's checks.
-func (m *Metrics) ran(e *Executor, j *job, res Result) {
+func (m *Metrics) ran(tool string, j *job, res Result) {
 	if m == nil || j.impl == nil {
 		return
 	}
-	tier, tool := j.impl.Tier(), m.toolLabel(e, j.tool)
+	tier := j.impl.Tier()
 	m.tierRun.WithLabelValues(tier, tool, outcomeLabel(res.ErrorKind)).Observe(time.Since(j.started).Seconds())
 	if reason := killReason(tier, res); reason != "" {
 		m.kills.WithLabelValues(tier, reason).Inc()
@@ -152,15 +143,12 @@ func (m *Metrics) ran(e *Executor, j *job, res Result) {
 
 // outcomeLabel is "succeeded" or the error kind; a kind outside the
 // contract's (which the ledger would refuse anyway) is "other".
-func outcomeLabel(kind string) string {
-	switch k := ledger.ErrorKind(kind); k {
-	case "":
+func outcomeLabel(kind ledger.ErrorKind) string {
+	switch {
+	case kind == "":
 		return "succeeded"
-	case ledger.KindInvalidInput, ledger.KindPolicyDenied, ledger.KindBudgetExhausted, ledger.KindApprovalDenied,
-		ledger.KindSkillNotActive, ledger.KindCapabilityDenied, ledger.KindWorkspaceScopeDenied, ledger.KindEgressDenied,
-		ledger.KindQuotaExceeded, ledger.KindTimedOut, ledger.KindSpawnFailed, ledger.KindRuntimeFailure,
-		ledger.KindCancelled, ledger.KindOutcomeUnknown:
-		return kind
+	case kind.Valid():
+		return string(kind)
 	}
 	return "other"
 }
@@ -200,7 +188,7 @@ var processLimits = map[string]string{
 //     up to fuel_limit, else the memory limit, the only other limit a
 //     running module meets.
 func killReason(tier string, res Result) string {
-	switch ledger.ErrorKind(res.ErrorKind) {
+	switch res.ErrorKind {
 	case ledger.KindTimedOut:
 		return killTimeout
 	case ledger.KindCancelled:

@@ -59,12 +59,12 @@ type scripted struct {
 	res        Result
 }
 
-func (s scripted) Name() string                     { return s.name }
-func (s scripted) Executor() string                 { return "sandbox_tier_" + s.tier }
-func (s scripted) Tier() string                     { return s.tier }
-func (scripted) SafeToRepeat() bool                 { return true }
-func (scripted) Validate(json.RawMessage) error     { return nil }
-func (s scripted) Run(context.Context, Call) Result { return s.res }
+func (s scripted) Name() string                             { return s.name }
+func (s scripted) Executor() string                         { return "sandbox_tier_" + s.tier }
+func (s scripted) Tier() string                             { return s.tier }
+func (scripted) SafeToRepeat() bool                         { return true }
+func (scripted) Prepare(context.Context, Call) (any, error) { return nil, nil }
+func (s scripted) Run(context.Context, Call) Result         { return s.res }
 
 // TestRunMetrics runs calls through a real executor and reads what they
 // recorded: tier latency by outcome, kills by reason (one told by the

@@ -13,11 +13,11 @@ import (
 // encoding/json escapes.
 type spacedTool struct{}
 
-func (spacedTool) Name() string                   { return "test.spaced" }
-func (spacedTool) Executor() string               { return "builtin" }
-func (spacedTool) Tier() string                   { return "builtin" }
-func (spacedTool) SafeToRepeat() bool             { return true }
-func (spacedTool) Validate(json.RawMessage) error { return nil }
+func (spacedTool) Name() string                               { return "test.spaced" }
+func (spacedTool) Executor() string                           { return "builtin" }
+func (spacedTool) Tier() string                               { return "builtin" }
+func (spacedTool) SafeToRepeat() bool                         { return true }
+func (spacedTool) Prepare(context.Context, Call) (any, error) { return nil, nil }
 func (spacedTool) Run(context.Context, Call) Result {
 	return Result{Output: json.RawMessage("{ \"html\" : \"<b>&</b>\",\n  \"n\": [1, 2] }")}
 }

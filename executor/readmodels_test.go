@@ -107,7 +107,7 @@ func TestReadModelsRebuiltEqualLive(t *testing.T) {
 	}
 	x, err := New(e.execSQL.Pool, Config{Label: "rescuer", RescueInterval: 50 * time.Millisecond, PollInterval: 100 * time.Millisecond,
 		Sensitive: []string{"test.unsafe"}, ApprovalTimeout: 1500 * time.Millisecond},
-		e.exec.policy, e.exec.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{}, unsafe)
+		e.policy, e.signer, slog.New(slog.DiscardHandler), Echo{}, Sleep{}, unsafe)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,12 +32,12 @@ func TestRescuedRequestKeepsItsPlace(t *testing.T) {
 	for range 20 {
 		submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "later"}})
 	}
-	x, err := New(e.db.LoginRole(t, "", "ledger_executor").Pool, Config{Label: "rescuer"}, e.exec.policy, e.exec.signer,
+	x, err := New(e.db.LoginRole(t, "", "ledger_executor").Pool, Config{Label: "rescuer"}, e.policy, e.signer,
 		slog.New(slog.DiscardHandler), Echo{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := x.rescueLeases(ctx); err != nil || n != 1 {
+	if n, err := x.rescuer.rescueLeases(ctx); err != nil || n != 1 {
 		t.Fatalf("rescued %d, %v", n, err)
 	}
 	var (
@@ -64,8 +64,8 @@ func TestRescueGivesUpAfterMaxAttempts(t *testing.T) {
 	e := setup(t, nil)
 	e.stop()
 	id := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "crasher"}})
-	x, err := New(e.db.LoginRole(t, "", "ledger_executor").Pool, Config{Label: "rescuer", MaxAttempts: 2}, e.exec.policy,
-		e.exec.signer, slog.New(slog.DiscardHandler), Echo{})
+	x, err := New(e.db.LoginRole(t, "", "ledger_executor").Pool, Config{Label: "rescuer", MaxAttempts: 2}, e.policy,
+		e.signer, slog.New(slog.DiscardHandler), Echo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestRescueGivesUpAfterMaxAttempts(t *testing.T) {
 		if got := claimAsGhost(t, e, true); got != id {
 			t.Fatalf("attempt %d: ghost claimed %s, not %s", attempt, got, id)
 		}
-		if n, err := x.rescueLeases(ctx); err != nil || n != 1 {
+		if n, err := x.rescuer.rescueLeases(ctx); err != nil || n != 1 {
 			t.Fatalf("attempt %d: rescued %d, %v", attempt, n, err)
 		}
 		r, err := e.alice.Get(ctx, id)

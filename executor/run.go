@@ -6,58 +6,171 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/execledger/execledger/ledger"
 )
+
+// runner runs authorized jobs, each on its own goroutine and at most
+// Config.Workers at once, and hands their outcomes to the completer. It
+// keeps the jobs this executor holds claims on, from the claim until their
+// outcome is written, for the heartbeat and the listener (claimHolder) and
+// for shutdown.
+type runner struct {
+	timeout  time.Duration // Config.ToolTimeout
+	tools    *toolSet
+	metrics  *Metrics
+	tracing  tracing
+	logger   *slog.Logger
+	slots    chan struct{}  // one token per running call
+	outcomes chan<- outcome // finished calls, to the completer
+	freed    func()         // a slot was freed: the claimer may claim again
+
+	mu       sync.Mutex
+	inflight map[uuid.UUID]*job // claimed and not yet completed
+}
+
+func newRunner(workers int, timeout time.Duration, outcomes chan<- outcome) *runner {
+	return &runner{timeout: timeout, slots: make(chan struct{}, workers), outcomes: outcomes, inflight: map[uuid.UUID]*job{}}
+}
+
+func (r *runner) free() int { return cap(r.slots) - len(r.slots) }
 
 // start runs an authorized job on its own goroutine; the caller has made
 // sure a slot is free.
-func (e *Executor) start(j *job) {
-	e.slots <- struct{}{}
-	base, endRun := e.runContext(j)
+func (r *runner) start(j *job) {
+	r.slots <- struct{}{}
+	base, endRun := r.tracing.runContext(j)
 	j.ctx, j.cancel = context.WithCancelCause(base)
 	j.started = time.Now()
-	e.mu.Lock()
-	e.inflight[j.id] = j
-	e.metrics.setInflight(len(e.inflight))
-	e.mu.Unlock()
+	r.mu.Lock()
+	r.inflight[j.id] = j
+	r.metrics.setInflight(len(r.inflight))
+	r.mu.Unlock()
 	go func() {
-		res := e.execute(j)
+		res := r.execute(j)
 		endRun(res)
-		e.metrics.ran(e, j, res)
+		r.metrics.ran(r.tools.label(j.tool), j, res)
 		o := outcome{job: j, result: res, finished: time.Now()}
 		j.done.Store(true)
 		// The slot is freed only once the completer has the outcome, so the
 		// calls claimed but not yet written stay bounded when it falls behind.
-		e.outcomes <- o
-		<-e.slots
-		e.poke()
+		r.outcomes <- o
+		<-r.slots
+		r.freed()
 	}()
+}
+
+// settled forgets jobs whose outcomes the completer has written or given
+// up on (their leases will expire).
+func (r *runner) settled(batch []outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range batch {
+		delete(r.inflight, o.job.id)
+		o.job.cancel(nil)
+		endRequest(o.job, o.result)
+	}
+	r.metrics.setInflight(len(r.inflight))
+}
+
+// held lists the requests this executor holds and their claims, in id
+// order (the order every statement that locks queue rows uses).
+func (r *runner) held() (ids, claims []uuid.UUID) {
+	r.mu.Lock()
+	ids = make([]uuid.UUID, 0, len(r.inflight))
+	claims = make([]uuid.UUID, 0, len(r.inflight))
+	for _, j := range r.inflight {
+		ids, claims = append(ids, j.id), append(claims, j.claimID)
+	}
+	r.mu.Unlock()
+	sortClaims(ids, claims)
+	return ids, claims
+}
+
+// cancel stops a local call, if this executor runs it.
+func (r *runner) cancel(id uuid.UUID, cause error) {
+	r.mu.Lock()
+	j := r.inflight[id]
+	r.mu.Unlock()
+	if j != nil && j.cancel != nil {
+		j.cancel(cause)
+	}
+}
+
+// lost stops the call of a claim the heartbeat found gone. A call that has
+// returned was completed (or will find its claim gone at completion); only
+// a running call has lost something.
+func (r *runner) lost(id uuid.UUID) {
+	r.mu.Lock()
+	j := r.inflight[id]
+	r.mu.Unlock()
+	if j != nil && !j.done.Load() {
+		r.logger.Warn("lease lost; stopping the call", slog.String("request_id", id.String()))
+		j.cancel(errLeaseLost)
+	}
+}
+
+// shutdown waits for running calls up to grace, then stops them (their
+// outcomes record why). It returns when no call is running.
+func (r *runner) shutdown(grace time.Duration) {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	held := 0
+	for held < cap(r.slots) {
+		select {
+		case r.slots <- struct{}{}:
+			held++
+			continue
+		case <-deadline.C:
+		}
+		r.mu.Lock()
+		for _, j := range r.inflight {
+			if j.cancel != nil {
+				j.cancel(errShutdown)
+			}
+		}
+		n := len(r.inflight)
+		r.mu.Unlock()
+		r.logger.Warn("shutdown grace period over: stopping running calls", slog.Int("calls", n))
+		for ; held < cap(r.slots); held++ {
+			r.slots <- struct{}{}
+		}
+	}
 }
 
 // execute runs the tool under the executor's timeout, turning a panic or a
 // malformed result into a runtime_failure rather than a lost request.
-func (e *Executor) execute(j *job) (res Result) {
-	ctx, cancel := context.WithTimeout(j.ctx, e.cfg.ToolTimeout)
+func (r *runner) execute(j *job) (res Result) {
+	ctx, cancel := context.WithTimeout(j.ctx, r.timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			e.logger.Error("tool panicked", slog.String("tool", j.tool), slog.String("request_id", j.id.String()), slog.Any("panic", p))
-			res = failure("runtime_failure", fmt.Sprintf("%s: internal error", j.tool))
+			r.logger.Error("tool panicked", slog.String("tool", j.tool), slog.String("request_id", j.id.String()), slog.Any("panic", p))
+			res = failure(ledger.KindRuntimeFailure, fmt.Sprintf("%s: internal error", j.tool))
 		}
 	}()
-	res = j.impl.Run(ctx, Call{RequestID: j.id, Attempt: j.attempt, Principal: j.principal, RunID: j.runID, Input: j.input})
+	res = j.impl.Run(ctx, j.call())
 	events := res.Events
 	if res.ErrorKind == "" && ctx.Err() != nil {
 		// Finished, but only after it was told to stop: report why it was told.
 		res = interrupted(ctx, j.tool)
 		res.Events = events
 	}
+	if res.ErrorKind != "" && !res.ErrorKind.Valid() {
+		r.logger.Error("tool returned an unknown error kind", slog.String("tool", j.tool), slog.String("error_kind", string(res.ErrorKind)))
+		res = failure(ledger.KindRuntimeFailure, fmt.Sprintf("%s: failed with an unknown error kind %q: %s", j.tool, res.ErrorKind, res.Error))
+		res.Events = events
+	}
 	if len(res.Output) > 0 && !json.Valid(res.Output) {
-		res = failure("runtime_failure", j.tool+": produced output that is not JSON")
+		res = failure(ledger.KindRuntimeFailure, j.tool+": produced output that is not JSON")
 		res.Events = events
 	}
 	if hasNULEscape(res.Output) {
-		res = failure("runtime_failure", j.tool+": produced output with a NUL character (\\u0000), which the ledger cannot store")
+		res = failure(ledger.KindRuntimeFailure, j.tool+": produced output with a NUL character (\\u0000), which the ledger cannot store")
 		res.Events = events
 	}
 	if len(res.Output) > 0 {
@@ -67,7 +180,7 @@ func (e *Executor) execute(j *job) (res Result) {
 		// auditor reads back, not the tool's own spelling.
 		stored, err := StoredOutput(res.Output)
 		if err != nil {
-			res = failure("runtime_failure", j.tool+": produced output that is not JSON")
+			res = failure(ledger.KindRuntimeFailure, j.tool+": produced output that is not JSON")
 			res.Events = events
 		} else {
 			res.Output = stored
@@ -75,8 +188,8 @@ func (e *Executor) execute(j *job) (res Result) {
 	}
 	res.Error = storableText(res.Error)
 	if err := checkToolEvents(res.Events); err != nil {
-		e.logger.Error("tool recorded a bad event", slog.String("tool", j.tool), slog.String("request_id", j.id.String()), slog.Any("error", err))
-		res = failure("runtime_failure", fmt.Sprintf("%s: internal error (%v)", j.tool, err))
+		r.logger.Error("tool recorded a bad event", slog.String("tool", j.tool), slog.String("request_id", j.id.String()), slog.Any("error", err))
+		res = failure(ledger.KindRuntimeFailure, fmt.Sprintf("%s: internal error (%v)", j.tool, err))
 	}
 	if res.Resources == nil {
 		res.Resources = map[string]int64{}

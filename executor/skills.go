@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -51,40 +50,6 @@ type SkillTool struct {
 	// Refusal, when set, says why the skill may not run; the request is
 	// denied with error_kind skill_not_active.
 	Refusal string
-}
-
-// resolveSkills gives the jobs whose tool no registered tool serves
-// their skill tool, if an installed skill serves it.
-func (e *Executor) resolveSkills(ctx context.Context, tx pgx.Tx, jobs []*job) error {
-	if e.cfg.Skills == nil {
-		return nil
-	}
-	var tools []string
-	for _, j := range jobs {
-		if j.impl == nil {
-			tools = append(tools, j.tool)
-		}
-	}
-	if len(tools) == 0 {
-		return nil
-	}
-	found, err := e.cfg.Skills.Resolve(ctx, tx, tools)
-	if err != nil {
-		return fmt.Errorf("claim: skills: %w", err) // ErrSkillsNotReady stays visible to errors.Is
-	}
-	for _, j := range jobs {
-		if st, ok := found[j.tool]; ok && j.impl == nil {
-			j.skill = &st
-			j.impl = st.Tool
-			e.skillTools.Store(j.tool, struct{}{})
-		}
-	}
-	return nil
-}
-
-// sensitiveJob reports whether j must wait for approval before it runs.
-func (e *Executor) sensitiveJob(j *job) bool {
-	return e.sensitive[j.tool] || j.skill != nil && j.skill.RequiresApproval
 }
 
 // skillRef is the skill an attestation of j names, nil for other tools.

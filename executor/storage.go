@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // queryStoreWrites upserts a batch's skill storage writes, one statement.
@@ -49,15 +51,15 @@ func clipKey(key string) string {
 // refuseUnstorable replaces in batch the result of a call that succeeded
 // with writes the table refuses by a runtime_failure, which keeps the
 // call's events and usage and writes nothing.
-func (e *Executor) refuseUnstorable(batch []outcome) {
+func (c *completer) refuseUnstorable(batch []outcome) {
 	for i, o := range batch {
 		if o.result.ErrorKind != "" {
 			continue
 		}
 		if err := checkStorageWrites(o.result.StorageWrites); err != nil {
-			e.logger.Error("tool returned a storage write the ledger cannot store", slog.String("tool", o.job.tool),
+			c.logger.Error("tool returned a storage write the ledger cannot store", slog.String("tool", o.job.tool),
 				slog.String("request_id", o.job.id.String()), slog.Any("error", err))
-			f := failure("runtime_failure", o.job.tool+": "+storableText(err.Error()))
+			f := failure(ledger.KindRuntimeFailure, o.job.tool+": "+storableText(err.Error()))
 			f.Resources, f.Enforcement, f.Events = o.result.Resources, o.result.Enforcement, o.result.Events
 			batch[i].result = f
 		}

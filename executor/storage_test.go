@@ -20,11 +20,11 @@ type writer struct {
 	steal func(ctx context.Context, id uuid.UUID) error
 }
 
-func (*writer) Name() string                   { return "test.writer" }
-func (*writer) Executor() string               { return "builtin" }
-func (*writer) Tier() string                   { return "builtin" }
-func (*writer) SafeToRepeat() bool             { return false }
-func (*writer) Validate(json.RawMessage) error { return nil }
+func (*writer) Name() string                               { return "test.writer" }
+func (*writer) Executor() string                           { return "builtin" }
+func (*writer) Tier() string                               { return "builtin" }
+func (*writer) SafeToRepeat() bool                         { return false }
+func (*writer) Prepare(context.Context, Call) (any, error) { return nil, nil }
 func (w *writer) Run(ctx context.Context, c Call) Result {
 	var in struct {
 		Writes      []struct{ Key, Value string }

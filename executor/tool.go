@@ -3,8 +3,13 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // Tool is something an executor can run: a built-in, or a sandbox tier's
@@ -22,12 +27,47 @@ type Tool interface {
 	// again instead of ending outcome_unknown. Result.StorageWrites do not
 	// make a tool unsafe: they are written only with the outcome.
 	SafeToRepeat() bool
-	// Validate checks the input before anything is authorized or spent;
-	// an error denies the request with error_kind invalid_input.
-	Validate(input json.RawMessage) error
+	// Prepare checks a call by the tool's own rules (its input's shape
+	// and limits; for process.run also the executable, the workspace scope
+	// and egress) and readies what Run needs. It runs at claim time, in
+	// the claim's transaction, once the policy has allowed the call and
+	// before the run's budget is charged or execution.started recorded: an
+	// error denies the request there, so a refused call consumes nothing.
+	// A *Refusal names the error kind; any other error is invalid_input.
+	// What Prepare returns reaches Run as Call.Prepared. It must not start
+	// the call's work, and must be cheap: the claim's rows stay locked
+	// while it runs.
+	Prepare(ctx context.Context, call Call) (any, error)
 	// Run executes the call. It must return promptly once ctx is done.
 	// A Result with an empty ErrorKind is a success.
 	Run(ctx context.Context, call Call) Result
+}
+
+// Refusal is Prepare's denial of a call: the request ends denied with
+// error kind Kind, the message Message, and policy.decided records
+// reason code "tool." + Kind and Reason as its tool_reason.
+type Refusal struct {
+	Kind    ledger.ErrorKind
+	Reason  string // the tool's machine-readable cause, e.g. "path_outside_workspace"; may be empty
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Message }
+
+// Refused is the Result of a call Run had to prepare itself (Call.Prepared
+// nil) and Prepare refused.
+func Refused(err error) Result {
+	r := refusalOf(err)
+	return failure(r.Kind, r.Message)
+}
+
+// refusalOf is err as a Refusal: invalid_input unless it is one.
+func refusalOf(err error) *Refusal {
+	var r *Refusal
+	if errors.As(err, &r) && r.Kind != "" {
+		return r
+	}
+	return &Refusal{Kind: ledger.KindInvalidInput, Message: err.Error()}
 }
 
 // Call is one execution of a tool.
@@ -37,12 +77,17 @@ type Call struct {
 	Principal string
 	RunID     string
 	Input     json.RawMessage
+	// Prepared is what the tool's Prepare returned for this call (Run
+	// only; nil in Prepare's own Call). A caller that runs a tool outside
+	// an executor (a replay, a test) may leave it nil: the tool's Run then
+	// prepares the call itself, and returns a refusal as its result.
+	Prepared any
 }
 
 // Result is how a call ended.
 type Result struct {
 	Output     json.RawMessage  // a JSON object on success; may be set on failure too
-	ErrorKind  string           // "" on success, else one of the contract's error kinds
+	ErrorKind  ledger.ErrorKind // "" on success, else one of the contract's error kinds
 	Error      string           // a human message when ErrorKind is set
 	ExitStatus *int             // for processes
 	TimedOut   bool             // the call hit its timeout
@@ -84,4 +129,61 @@ type Event struct {
 }
 
 // failure builds a failed Result.
-func failure(kind, msg string) Result { return Result{ErrorKind: kind, Error: msg} }
+func failure(kind ledger.ErrorKind, msg string) Result { return Result{ErrorKind: kind, Error: msg} }
+
+// State is the final state res puts its request in.
+func (res Result) State() ledger.State {
+	switch res.ErrorKind {
+	case "":
+		return ledger.StateSucceeded
+	case ledger.KindCancelled:
+		return ledger.StateCancelled
+	}
+	return ledger.StateFailed
+}
+
+// toolSet is the tools an executor runs, by id, and which of them wait
+// for approval. The claimer and the rescuer look tools up in it; the
+// metrics name tools by it.
+type toolSet struct {
+	byName    map[string]Tool
+	sensitive map[string]bool
+	// served are the tool ids installed skills have served (the Skills'
+	// answers): metrics name them rather than "unknown".
+	served sync.Map
+}
+
+func newToolSet(tools []Tool, sensitive []string) (*toolSet, error) {
+	ts := &toolSet{byName: map[string]Tool{}, sensitive: map[string]bool{}}
+	for _, t := range tools {
+		if _, dup := ts.byName[t.Name()]; dup {
+			return nil, fmt.Errorf("executor: tool %q registered twice", t.Name())
+		}
+		ts.byName[t.Name()] = t
+	}
+	for _, s := range sensitive {
+		ts.sensitive[s] = true
+	}
+	return ts, nil
+}
+
+// get returns the registered tool named name, or nil.
+func (ts *toolSet) get(name string) Tool { return ts.byName[name] }
+
+// label is tool as a metric label: a registered tool's or an installed
+// skill's id, else "unknown" (requests may name any tool; the label's
+// values must stay bounded).
+func (ts *toolSet) label(tool string) string {
+	if _, ok := ts.byName[tool]; ok {
+		return tool
+	}
+	if _, ok := ts.served.Load(tool); ok {
+		return tool // an installed skill's: as bounded as what skill admins install
+	}
+	return "unknown"
+}
+
+// sensitiveJob reports whether j must wait for approval before it runs.
+func (ts *toolSet) sensitiveJob(j *job) bool {
+	return ts.sensitive[j.tool] || j.skill != nil && j.skill.RequiresApproval
+}

@@ -11,11 +11,11 @@ import (
 // oddEvent records an event type the database does not take from a call.
 type oddEvent struct{}
 
-func (oddEvent) Name() string                   { return "test.odd_event" }
-func (oddEvent) Executor() string               { return "builtin" }
-func (oddEvent) Tier() string                   { return "builtin" }
-func (oddEvent) SafeToRepeat() bool             { return true }
-func (oddEvent) Validate(json.RawMessage) error { return nil }
+func (oddEvent) Name() string                               { return "test.odd_event" }
+func (oddEvent) Executor() string                           { return "builtin" }
+func (oddEvent) Tier() string                               { return "builtin" }
+func (oddEvent) SafeToRepeat() bool                         { return true }
+func (oddEvent) Prepare(context.Context, Call) (any, error) { return nil, nil }
 func (oddEvent) Run(context.Context, Call) Result {
 	return Result{Output: json.RawMessage(`{}`), Events: []Event{{Type: "test.noted", Payload: map[string]any{}}}}
 }

@@ -90,16 +90,19 @@ func parseTraceparent(rc ledger.RequestContext) trace.SpanContext {
 	return trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
 }
 
-// traceClaimed starts the request span and the claim span of each claimed
+// tracing starts the executor's spans; a nil tracer turns it off.
+type tracing struct{ tracer trace.Tracer }
+
+// claimed starts the request span and the claim span of each claimed
 // job, dated from when the claim began, and returns the claim spans (nil
 // when tracing is off) and the batch span's context for the transaction's
 // queries.
-func (e *Executor) traceClaimed(ctx context.Context, jobs []*job, began time.Time) (context.Context, trace.Span, []trace.Span) {
+func (t tracing) claimed(ctx context.Context, jobs []*job, began time.Time) (context.Context, trace.Span, []trace.Span) {
 	for _, j := range jobs {
 		j.trace.parent = parseTraceparent(j.context)
 		j.trace.sc = j.trace.parent
 	}
-	if e.tracer == nil {
+	if t.tracer == nil {
 		return ctx, nil, nil
 	}
 	claims := make([]trace.Span, len(jobs))
@@ -109,26 +112,26 @@ func (e *Executor) traceClaimed(ctx context.Context, jobs []*job, began time.Tim
 		if j.trace.parent.IsValid() {
 			parent = trace.ContextWithRemoteSpanContext(parent, j.trace.parent)
 		}
-		j.trace.rootCtx, j.trace.root = e.tracer.Start(parent, "execledger.request", trace.WithTimestamp(began),
+		j.trace.rootCtx, j.trace.root = t.tracer.Start(parent, "execledger.request", trace.WithTimestamp(began),
 			trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(attrRequestID.String(j.id.String()), attrTool.String(j.tool), attrAttempt.Int(j.attempt)))
-		_, claims[i] = e.tracer.Start(j.trace.rootCtx, "execledger.claim", trace.WithTimestamp(began))
+		_, claims[i] = t.tracer.Start(j.trace.rootCtx, "execledger.claim", trace.WithTimestamp(began))
 		j.trace.sc = claims[i].SpanContext()
 		links[i] = trace.Link{SpanContext: j.trace.sc}
 	}
-	bctx, batch := e.tracer.Start(ctx, "execledger.claim_batch", trace.WithTimestamp(began), trace.WithLinks(links...),
+	bctx, batch := t.tracer.Start(ctx, "execledger.claim_batch", trace.WithTimestamp(began), trace.WithLinks(links...),
 		trace.WithAttributes(attrRequests.Int(len(jobs))))
 	return bctx, batch, claims
 }
 
-// traceAuthorize opens the job's authorize span; the events of its decision
+// authorize opens the job's authorize span; the events of its decision
 // are written in it. The returned func ends it with the verdict and puts
 // the job's events back in the claim span; calling it again does nothing.
-func (e *Executor) traceAuthorize(j *job) func(g gate) {
-	if e.tracer == nil || j.trace.root == nil {
+func (t tracing) authorize(j *job) func(g gate) {
+	if t.tracer == nil || j.trace.root == nil {
 		return func(gate) {}
 	}
-	_, s := e.tracer.Start(j.trace.rootCtx, "execledger.authorize")
+	_, s := t.tracer.Start(j.trace.rootCtx, "execledger.authorize")
 	claim := j.trace.sc
 	j.trace.sc = s.SpanContext()
 	ended := false
@@ -152,9 +155,13 @@ func (e *Executor) traceAuthorize(j *job) func(g gate) {
 
 // endClaim ends the claim spans and, for a job that does not go on to run
 // (denied, waiting for approval) or when the claim failed, its request span.
-func endClaim(jobs []*job, batch trace.Span, claims []trace.Span, err error, running map[*job]bool) {
+func endClaim(jobs []*job, batch trace.Span, claims []trace.Span, err error, toRun []*job) {
 	if batch == nil {
 		return
+	}
+	running := make(map[*job]bool, len(toRun))
+	for _, j := range toRun {
+		running[j] = true
 	}
 	now := time.Now()
 	for i, j := range jobs {
@@ -176,33 +183,33 @@ func endClaim(jobs []*job, batch trace.Span, claims []trace.Span, err error, run
 // runContext is the context a job's tool runs in: it carries the job's run
 // span, so that a tool's own spans and queries belong to the request's
 // trace. The returned func ends the run span with the call's outcome.
-func (e *Executor) runContext(j *job) (context.Context, func(Result)) {
-	if e.tracer == nil || j.trace.root == nil {
+func (t tracing) runContext(j *job) (context.Context, func(Result)) {
+	if t.tracer == nil || j.trace.root == nil {
 		return context.Background(), func(Result) {}
 	}
 	tier := ""
 	if j.impl != nil {
 		tier = j.impl.Tier()
 	}
-	ctx, s := e.tracer.Start(j.trace.rootCtx, "execledger.run",
+	ctx, s := t.tracer.Start(j.trace.rootCtx, "execledger.run",
 		trace.WithAttributes(attrTool.String(j.tool), attrTier.String(tier)))
 	j.trace.sc = s.SpanContext()
 	j.trace.run = j.trace.sc
 	return ctx, func(res Result) {
-		s.SetAttributes(attrOutcome.String(stateOf(res)))
+		s.SetAttributes(attrOutcome.String(string(res.State())))
 		if res.ErrorKind != "" {
-			s.SetAttributes(attrErrorKind.String(res.ErrorKind))
-			s.SetStatus(codes.Error, res.ErrorKind)
+			s.SetAttributes(attrErrorKind.String(string(res.ErrorKind)))
+			s.SetStatus(codes.Error, string(res.ErrorKind))
 		}
 		s.End()
 	}
 }
 
-// traceComplete opens the complete span of each job of a completion batch
+// complete opens the complete span of each job of a completion batch
 // and a batch span for the transaction's queries; the returned func ends
 // them all, and the request spans with them.
-func (e *Executor) traceComplete(ctx context.Context, batch []outcome) (context.Context, func(error)) {
-	if e.tracer == nil {
+func (t tracing) complete(ctx context.Context, batch []outcome) (context.Context, func(error)) {
+	if t.tracer == nil {
 		return ctx, func(error) {}
 	}
 	var spans []trace.Span
@@ -212,13 +219,13 @@ func (e *Executor) traceComplete(ctx context.Context, batch []outcome) (context.
 		if j.trace.root == nil {
 			continue
 		}
-		_, s := e.tracer.Start(j.trace.rootCtx, "execledger.complete",
-			trace.WithAttributes(attrOutcome.String(stateOf(o.result))))
+		_, s := t.tracer.Start(j.trace.rootCtx, "execledger.complete",
+			trace.WithAttributes(attrOutcome.String(string(o.result.State()))))
 		j.trace.sc = s.SpanContext()
 		spans = append(spans, s)
 		links = append(links, trace.Link{SpanContext: j.trace.sc})
 	}
-	bctx, bs := e.tracer.Start(ctx, "execledger.complete_batch", trace.WithLinks(links...),
+	bctx, bs := t.tracer.Start(ctx, "execledger.complete_batch", trace.WithLinks(links...),
 		trace.WithAttributes(attrRequests.Int(len(batch))))
 	return bctx, func(err error) {
 		for _, s := range spans {
@@ -241,9 +248,9 @@ func endRequest(j *job, res Result) {
 	if j.trace.root == nil {
 		return
 	}
-	j.trace.root.SetAttributes(attrOutcome.String(stateOf(res)))
+	j.trace.root.SetAttributes(attrOutcome.String(string(res.State())))
 	if res.ErrorKind != "" {
-		j.trace.root.SetAttributes(attrErrorKind.String(res.ErrorKind))
+		j.trace.root.SetAttributes(attrErrorKind.String(string(res.ErrorKind)))
 	}
 	j.trace.root.End()
 }

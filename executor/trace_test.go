@@ -23,11 +23,11 @@ const (
 // run span.
 type noting struct{}
 
-func (noting) Name() string                   { return "test.noting" }
-func (noting) Executor() string               { return "builtin" }
-func (noting) Tier() string                   { return "builtin" }
-func (noting) SafeToRepeat() bool             { return true }
-func (noting) Validate(json.RawMessage) error { return nil }
+func (noting) Name() string                               { return "test.noting" }
+func (noting) Executor() string                           { return "builtin" }
+func (noting) Tier() string                               { return "builtin" }
+func (noting) SafeToRepeat() bool                         { return true }
+func (noting) Prepare(context.Context, Call) (any, error) { return nil, nil }
 func (noting) Run(ctx context.Context, c Call) Result {
 	return Result{Output: json.RawMessage(`{}`), Events: []Event{{Type: "capability.used", Payload: map[string]any{"capability": "test"}}}}
 }
@@ -204,7 +204,7 @@ func TestTraceIDsWithTracingOff(t *testing.T) {
 			t.Errorf("%s: trace %q span %q", ev.Type, m.TraceID, m.SpanID)
 		}
 	}
-	if e.exec.tracer != nil {
+	if e.exec.claimer.tracing.tracer != nil || e.exec.runner.tracing.tracer != nil || e.exec.completer.tracing.tracer != nil {
 		t.Fatal("an executor without a TracerProvider has a tracer")
 	}
 }

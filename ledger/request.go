@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -59,6 +60,14 @@ const (
 	KindCancelled            ErrorKind = "cancelled"
 	KindOutcomeUnknown       ErrorKind = "outcome_unknown"
 )
+
+// ErrorKinds lists every error kind of the contract.
+var ErrorKinds = []ErrorKind{KindInvalidInput, KindPolicyDenied, KindBudgetExhausted, KindApprovalDenied, KindSkillNotActive,
+	KindCapabilityDenied, KindWorkspaceScopeDenied, KindEgressDenied, KindQuotaExceeded, KindTimedOut, KindSpawnFailed,
+	KindRuntimeFailure, KindCancelled, KindOutcomeUnknown}
+
+// Valid reports whether k is one of ErrorKinds.
+func (k ErrorKind) Valid() bool { return slices.Contains(ErrorKinds, k) }
 
 // Request is one row of ledger.requests.
 type Request struct {

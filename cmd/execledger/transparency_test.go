@@ -43,11 +43,11 @@ const transparencyOrigin = "execledger.test/log"
 // sign the bytes the ledger stores.
 type unsafeTool struct{}
 
-func (unsafeTool) Name() string                   { return "test.unsafe" }
-func (unsafeTool) Executor() string               { return "builtin" }
-func (unsafeTool) Tier() string                   { return "builtin" }
-func (unsafeTool) SafeToRepeat() bool             { return false }
-func (unsafeTool) Validate(json.RawMessage) error { return nil }
+func (unsafeTool) Name() string                                        { return "test.unsafe" }
+func (unsafeTool) Executor() string                                    { return "builtin" }
+func (unsafeTool) Tier() string                                        { return "builtin" }
+func (unsafeTool) SafeToRepeat() bool                                  { return false }
+func (unsafeTool) Prepare(context.Context, executor.Call) (any, error) { return nil, nil }
 func (unsafeTool) Run(context.Context, executor.Call) executor.Result {
 	return executor.Result{Output: json.RawMessage("{ \"ran\" : true,\n  \"html\": \"<b>&</b>\" }")}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/execledger/execledger/internal/egress"
+	"github.com/execledger/execledger/ledger"
 )
 
 // hostHintKeys mark an option or key whose value is a host (Palyra's list).
@@ -59,7 +60,7 @@ func requestedHosts(raw []string) ([]string, error) {
 	for _, r := range raw {
 		h, _, err := egress.ParseHostPort(r)
 		if err != nil {
-			return nil, &Error{Kind: KindInvalidInput, Reason: ReasonHostInvalid,
+			return nil, &Error{Kind: ledger.KindInvalidInput, Reason: ReasonHostInvalid,
 				Message: fmt.Sprintf("requested egress host %s is not a host name or IP address", short(r)), Err: err}
 		}
 		hosts = appendUnique(hosts, h)
@@ -137,7 +138,7 @@ func tokenHost(raw string, hint bool) (string, error) {
 func hostOrInvalid(h, raw string) (string, error) {
 	n, err := egress.ParseHost(h)
 	if err != nil {
-		return "", &Error{Kind: KindInvalidInput, Reason: ReasonHostInvalid,
+		return "", &Error{Kind: ledger.KindInvalidInput, Reason: ReasonHostInvalid,
 			Message: fmt.Sprintf("argument %s names an invalid host %s", short(raw), short(h)), Err: err}
 	}
 	return n, nil
@@ -162,7 +163,7 @@ func urlHost(tok string) (string, bool, error) {
 	}
 	u, err := url.Parse(tok)
 	if err != nil || strings.Contains(u.Host, `\`) {
-		return "", true, &Error{Kind: KindInvalidInput, Reason: ReasonURLInvalid,
+		return "", true, &Error{Kind: ledger.KindInvalidInput, Reason: ReasonURLInvalid,
 			Message: fmt.Sprintf("argument %s looks like a URL but cannot be parsed; hosts in it cannot be checked", short(tok)), Err: err}
 	}
 	if u.Host == "" {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 var fuzzSeeds = []string{
@@ -36,7 +38,7 @@ func FuzzParse(f *testing.F) {
 		in, err := Parse(raw)
 		if err != nil {
 			var e *Error
-			if !errors.As(err, &e) || e.Kind != KindInvalidInput {
+			if !errors.As(err, &e) || e.Kind != ledger.KindInvalidInput {
 				t.Fatalf("Parse error %v is not invalid_input", err)
 			}
 			return

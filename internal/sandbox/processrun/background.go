@@ -140,7 +140,7 @@ func processStream(h uuid.UUID) string { return processStreamLabel + h.String() 
 func (b *background) start(ctx context.Context, call executor.Call, plan *procinput.Plan, l *launch) executor.Result {
 	if call.RunID == "" {
 		l.abort()
-		return failure(procinput.KindInvalidInput, "a background process belongs to a run: submit it with a run_id")
+		return failure(ledger.KindInvalidInput, "a background process belongs to a run: submit it with a run_id")
 	}
 	if plan.Timeout <= b.cfg.StartupCheck {
 		// It cannot outlive the startup check: a foreground call.
@@ -150,13 +150,13 @@ func (b *background) start(ctx context.Context, call executor.Call, plan *procin
 	if b.closed {
 		b.mu.Unlock()
 		l.abort()
-		return failure(KindSpawnFailed, "the executor is shutting down")
+		return failure(ledger.KindSpawnFailed, "the executor is shutting down")
 	}
 	if len(b.procs) >= b.cfg.MaxProcesses {
 		n := len(b.procs)
 		b.mu.Unlock()
 		l.abort()
-		return failure(KindQuotaExceeded, fmt.Sprintf("this executor already supervises %d background processes (limit %d)", n, b.cfg.MaxProcesses))
+		return failure(ledger.KindQuotaExceeded, fmt.Sprintf("this executor already supervises %d background processes (limit %d)", n, b.cfg.MaxProcesses))
 	}
 	p := &bgProc{handle: uuid.Must(uuid.NewV7()), requestID: call.RequestID, principal: call.Principal,
 		runID: call.RunID, mode: plan.Background, ended: make(chan struct{}), wake: make(chan struct{}, 1)}
@@ -168,12 +168,12 @@ func (b *background) start(ctx context.Context, call executor.Call, plan *procin
 	if err == nil && running >= b.cfg.MaxPerRun {
 		b.forget(p)
 		l.abort()
-		return failure(KindQuotaExceeded, fmt.Sprintf("run %s already has %d running background processes (limit %d)", call.RunID, running, b.cfg.MaxPerRun))
+		return failure(ledger.KindQuotaExceeded, fmt.Sprintf("run %s already has %d running background processes (limit %d)", call.RunID, running, b.cfg.MaxPerRun))
 	}
 	if err != nil {
 		b.forget(p)
 		l.abort()
-		return failure(KindSpawnFailed, "background processes: "+err.Error())
+		return failure(ledger.KindSpawnFailed, "background processes: "+err.Error())
 	}
 
 	l.record = p.record
@@ -218,7 +218,7 @@ func (b *background) start(ctx context.Context, call executor.Call, plan *procin
 		if err != nil {
 			b.t.stop(r.pid, r.done)
 			b.t.wait(ctx, r, plan.Timeout)
-			started <- startMsg{res: withEnf(failure(KindSpawnFailed, "the background process could not be recorded and was stopped: "+err.Error()), l.enf)}
+			started <- startMsg{res: withEnf(failure(ledger.KindSpawnFailed, "the background process could not be recorded and was stopped: "+err.Error()), l.enf)}
 			return
 		}
 		p.mu.Lock()
@@ -388,7 +388,7 @@ func (b *background) recordEnded(p *bgProc, o outcome, res executor.Result) {
 	}
 	result := map[string]any{
 		"handle": p.handle, "end_reason": reason, "exit_code": code, "signal": sig,
-		"error_kind": strp(res.ErrorKind), "error": strp(res.Error), "output": json.RawMessage(nonEmpty(res.Output)),
+		"error_kind": strp(string(res.ErrorKind)), "error": strp(res.Error), "output": json.RawMessage(nonEmpty(res.Output)),
 		"resources": res.Resources,
 	}
 	raw, err := json.Marshal(result)

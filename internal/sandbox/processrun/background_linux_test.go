@@ -146,7 +146,7 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 			// Only the run that started it can see or stop it.
 			for _, who := range []struct{ principal, run string }{{"alice", "r2"}, {"bob", "r1"}, {"alice", ""}} {
 				for _, tool := range []*ProcessTool{e.tool.StatusTool(), e.tool.StopTool()} {
-					if _, res := status(t, e, tool, who.principal, who.run, out.Handle); res.ErrorKind != procinput.KindCapabilityDenied {
+					if _, res := status(t, e, tool, who.principal, who.run, out.Handle); res.ErrorKind != ledger.KindCapabilityDenied {
 						t.Errorf("%s by %s/%s: %+v", tool.Name(), who.principal, who.run, res)
 					}
 				}
@@ -265,11 +265,12 @@ func TestBackgroundRefusals(t *testing.T) {
 	e := newBackgroundTool(t, "B", procinput.Policy{AllowedExecutables: []string{"sleep"}},
 		func(c *Config) { c.Background.MaxPerRun = 1 })
 	cases := []struct {
-		name, run, input, kind string
+		name, run, input string
+		kind             ledger.ErrorKind
 	}{
-		{"no run", "", `{"command":"sleep","args":["1"],"background":true}`, procinput.KindInvalidInput},
-		{"detached without policy", "r", `{"command":"sleep","args":["1"],"background":{"mode":"detached"}}`, procinput.KindCapabilityDenied},
-		{"lifetime and timeout", "r", `{"command":"sleep","args":["1"],"timeout_ms":10,"background":{"lifetime_ms":20}}`, procinput.KindInvalidInput},
+		{"no run", "", `{"command":"sleep","args":["1"],"background":true}`, ledger.KindInvalidInput},
+		{"detached without policy", "r", `{"command":"sleep","args":["1"],"background":{"mode":"detached"}}`, ledger.KindCapabilityDenied},
+		{"lifetime and timeout", "r", `{"command":"sleep","args":["1"],"timeout_ms":10,"background":{"lifetime_ms":20}}`, ledger.KindInvalidInput},
 	}
 	for _, tc := range cases {
 		if res := e.tool.Run(context.Background(), e.callAs(t, "alice", tc.run, tc.input)); res.ErrorKind != tc.kind {
@@ -277,21 +278,21 @@ func TestBackgroundRefusals(t *testing.T) {
 		}
 	}
 	first := startBackground(t, e, "r", `{"command":"sleep","args":["3301"],"background":true}`)
-	if res := e.tool.Run(context.Background(), e.callAs(t, "alice", "r", `{"command":"sleep","args":["3302"],"background":true}`)); res.ErrorKind != KindQuotaExceeded {
+	if res := e.tool.Run(context.Background(), e.callAs(t, "alice", "r", `{"command":"sleep","args":["3302"],"background":true}`)); res.ErrorKind != ledger.KindQuotaExceeded {
 		t.Errorf("second in run: %+v", res)
 	}
 	// Processes are named by handle only: a pid is not an input.
 	for _, in := range []string{`{"pid":1}`, `{"handle":"1"}`, `{"handle":"` + first.Handle.String() + `","pid":1}`, `{}`, `[]`} {
 		for _, tool := range []*ProcessTool{e.tool.StatusTool(), e.tool.StopTool()} {
-			if err := tool.Validate(json.RawMessage(in)); err == nil {
+			if _, err := tool.Prepare(context.Background(), e.callAs(t, "alice", "r", in)); err == nil {
 				t.Errorf("%s accepted %s", tool.Name(), in)
 			}
-			if res := tool.Run(context.Background(), e.callAs(t, "alice", "r", in)); res.ErrorKind != procinput.KindInvalidInput {
+			if res := tool.Run(context.Background(), e.callAs(t, "alice", "r", in)); res.ErrorKind != ledger.KindInvalidInput {
 				t.Errorf("%s %s: %+v", tool.Name(), in, res)
 			}
 		}
 	}
-	if res := e.tool.StatusTool().Run(context.Background(), e.callAs(t, "alice", "r", handleInput(uuid.New()))); res.ErrorKind != procinput.KindCapabilityDenied {
+	if res := e.tool.StatusTool().Run(context.Background(), e.callAs(t, "alice", "r", handleInput(uuid.New()))); res.ErrorKind != ledger.KindCapabilityDenied {
 		t.Errorf("unknown handle: %+v", res)
 	}
 }
@@ -331,7 +332,7 @@ func TestBackgroundCloseStopsAndRecords(t *testing.T) {
 	if state != "ended" || reason != EndShutdown {
 		t.Fatalf("%s %s", state, reason)
 	}
-	if res := e.tool.Run(ctx, e.callAs(t, "alice", "r", `{"command":"sleep","args":["1"],"background":true}`)); res.ErrorKind != KindSpawnFailed {
+	if res := e.tool.Run(ctx, e.callAs(t, "alice", "r", `{"command":"sleep","args":["1"],"background":true}`)); res.ErrorKind != ledger.KindSpawnFailed {
 		t.Fatalf("start after close: %+v", res)
 	}
 }

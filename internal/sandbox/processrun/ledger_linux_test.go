@@ -48,6 +48,7 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/processrun"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
 )
 
 const (
@@ -709,13 +710,14 @@ func TestLedgerRunsInTier(t *testing.T) {
 	})
 }
 
-// refusal is a request the checks before the spawn refuse.
+// refusal is a request the checks before the spawn refuse: whether the
+// database's input check, the executor's or the tool's own (its Prepare,
+// at claim time), the request ends denied and nothing starts.
 type refusal struct {
 	name  string
 	open  bool // run under openPolicy instead of restrictedPolicy
 	input any
-	kind  string
-	state string // "denied" before the tool runs, "failed" when the tool refuses
+	kind  ledger.ErrorKind
 }
 
 func refusals() []refusal {
@@ -727,90 +729,90 @@ func refusals() []refusal {
 	for i := range bigArgs {
 		bigArgs[i] = strings.Repeat("b", 4000)
 	}
-	inv, scope, capd, egress := procinput.KindInvalidInput, procinput.KindWorkspaceScopeDenied, procinput.KindCapabilityDenied, procinput.KindEgressDenied
+	inv, scope, capd, egress := ledger.KindInvalidInput, ledger.KindWorkspaceScopeDenied, ledger.KindCapabilityDenied, ledger.KindEgressDenied
 	return []refusal{
 		// Shape.
-		{name: "command with slash", input: cmd("/bin/echo", "x"), kind: inv, state: "failed"},
-		{name: "command with backslash", input: cmd(`bin\echo`), kind: inv, state: "failed"},
-		{name: "command with whitespace", input: cmd("echo hi"), kind: inv, state: "failed"},
-		{name: "command with newline", input: cmd("echo\nid"), kind: inv, state: "failed"},
-		{name: "command of 257 bytes", input: cmd(strings.Repeat("e", 257)), kind: inv, state: "failed"},
-		{name: "empty command", input: cmd(""), kind: inv, state: "failed"},
-		{name: "129 args", input: cmd("echo", manyArgs...), kind: inv, state: "failed"},
-		{name: "arg of 4097 bytes", input: cmd("echo", strings.Repeat("a", 4097)), kind: inv, state: "failed"},
-		{name: "timeout_ms 0", input: `{"command":"echo","args":["x"],"timeout_ms":0}`, kind: inv, state: "failed"},
-		{name: "timeout_ms negative", input: `{"command":"echo","args":["x"],"timeout_ms":-5}`, kind: inv, state: "failed"},
-		{name: "timeout_ms fraction", input: `{"command":"echo","args":["x"],"timeout_ms":1.5}`, kind: inv, state: "denied"},
-		{name: "timeout_ms string", input: `{"command":"echo","args":["x"],"timeout_ms":"30"}`, kind: inv, state: "denied"},
-		{name: "unknown field", input: `{"command":"echo","args":["x"],"shell":true}`, kind: inv, state: "denied"},
-		{name: "args not strings", input: `{"command":"echo","args":[1]}`, kind: inv, state: "denied"},
-		{name: "null arg", input: `{"command":"echo","args":[null]}`, kind: inv, state: "denied"},
-		{name: "input over 128 KiB", input: cmd("echo", bigArgs...), kind: inv, state: "denied"},
+		{name: "command with slash", input: cmd("/bin/echo", "x"), kind: inv},
+		{name: "command with backslash", input: cmd(`bin\echo`), kind: inv},
+		{name: "command with whitespace", input: cmd("echo hi"), kind: inv},
+		{name: "command with newline", input: cmd("echo\nid"), kind: inv},
+		{name: "command of 257 bytes", input: cmd(strings.Repeat("e", 257)), kind: inv},
+		{name: "empty command", input: cmd(""), kind: inv},
+		{name: "129 args", input: cmd("echo", manyArgs...), kind: inv},
+		{name: "arg of 4097 bytes", input: cmd("echo", strings.Repeat("a", 4097)), kind: inv},
+		{name: "timeout_ms 0", input: `{"command":"echo","args":["x"],"timeout_ms":0}`, kind: inv},
+		{name: "timeout_ms negative", input: `{"command":"echo","args":["x"],"timeout_ms":-5}`, kind: inv},
+		{name: "timeout_ms fraction", input: `{"command":"echo","args":["x"],"timeout_ms":1.5}`, kind: inv},
+		{name: "timeout_ms string", input: `{"command":"echo","args":["x"],"timeout_ms":"30"}`, kind: inv},
+		{name: "unknown field", input: `{"command":"echo","args":["x"],"shell":true}`, kind: inv},
+		{name: "args not strings", input: `{"command":"echo","args":[1]}`, kind: inv},
+		{name: "null arg", input: `{"command":"echo","args":[null]}`, kind: inv},
+		{name: "input over 128 KiB", input: cmd("echo", bigArgs...), kind: inv},
 		// Executable allowlist and interpreters.
-		{name: "not allowlisted", input: cmd("chmod", "777", "x"), kind: capd, state: "failed"},
-		{name: "shell without AllowInterpreters", input: cmd("sh", "probe.sh"), kind: capd, state: "failed"},
-		{name: "perl without AllowInterpreters", input: cmd("perl", "probe.pl"), kind: capd, state: "failed"},
-		{name: "python3 without AllowInterpreters", input: cmd("python3", "probe.py"), kind: capd, state: "failed"},
-		{name: "sh -c", open: true, input: cmd("sh", "-c", "id"), kind: capd, state: "failed"},
-		{name: "bash -lc", open: true, input: cmd("bash", "-lc", "id"), kind: capd, state: "failed"},
-		{name: "bash --command", open: true, input: cmd("bash", "--command", "id"), kind: capd, state: "failed"},
-		{name: "python3 -c", open: true, input: cmd("python3", "-c", "print(1)"), kind: capd, state: "failed"},
-		{name: "node --eval", open: true, input: cmd("node", "--eval", "1"), kind: capd, state: "failed"},
-		{name: "interpreter script outside the workspace", open: true, input: cmd("sh", "/etc/profile"), kind: scope, state: "failed"},
-		{name: "interpreter code naming a host path", open: true, input: cmd("perl", "-e", "open(F, '/etc/shadow')"), kind: scope, state: "failed"},
+		{name: "not allowlisted", input: cmd("chmod", "777", "x"), kind: capd},
+		{name: "shell without AllowInterpreters", input: cmd("sh", "probe.sh"), kind: capd},
+		{name: "perl without AllowInterpreters", input: cmd("perl", "probe.pl"), kind: capd},
+		{name: "python3 without AllowInterpreters", input: cmd("python3", "probe.py"), kind: capd},
+		{name: "sh -c", open: true, input: cmd("sh", "-c", "id"), kind: capd},
+		{name: "bash -lc", open: true, input: cmd("bash", "-lc", "id"), kind: capd},
+		{name: "bash --command", open: true, input: cmd("bash", "--command", "id"), kind: capd},
+		{name: "python3 -c", open: true, input: cmd("python3", "-c", "print(1)"), kind: capd},
+		{name: "node --eval", open: true, input: cmd("node", "--eval", "1"), kind: capd},
+		{name: "interpreter script outside the workspace", open: true, input: cmd("sh", "/etc/profile"), kind: scope},
+		{name: "interpreter code naming a host path", open: true, input: cmd("perl", "-e", "open(F, '/etc/shadow')"), kind: scope},
 		// Name- and group-based kills, even when allowlisted or "*".
-		{name: "pkill", input: cmd("pkill", "sleep"), kind: capd, state: "failed"},
-		{name: "killall", input: cmd("killall", "sleep"), kind: capd, state: "failed"},
-		{name: "pkill under *", open: true, input: cmd("pkill", "-9", "execledger"), kind: capd, state: "failed"},
-		{name: "kill -1", input: cmd("kill", "-9", "-1"), kind: capd, state: "failed"},
-		{name: "kill 0", input: cmd("kill", "0"), kind: capd, state: "failed"},
+		{name: "pkill", input: cmd("pkill", "sleep"), kind: capd},
+		{name: "killall", input: cmd("killall", "sleep"), kind: capd},
+		{name: "pkill under *", open: true, input: cmd("pkill", "-9", "execledger"), kind: capd},
+		{name: "kill -1", input: cmd("kill", "-9", "-1"), kind: capd},
+		{name: "kill 0", input: cmd("kill", "0"), kind: capd},
 		// Allowlisted programs that start other programs (Palyra gap 1).
-		{name: "find -exec sh", input: cmd("find", ".", "-exec", "sh", "probe.sh", ";"), kind: capd, state: "failed"},
-		{name: "find -execdir", input: cmd("find", ".", "-execdir", "id", ";"), kind: capd, state: "failed"},
-		{name: "xargs sh", input: cmd("xargs", "-a", "list.txt", "sh"), kind: capd, state: "failed"},
-		{name: "env sh", input: cmd("env", "sh", "probe.sh"), kind: capd, state: "failed"},
-		{name: "env -S", input: cmd("env", "-S", "sh probe.sh"), kind: capd, state: "failed"},
-		{name: "git -c core.pager", input: cmd("git", "-c", "core.pager=sh probe.sh", "log"), kind: capd, state: "failed"},
-		{name: "git -c alias", input: cmd("git", "-c", "alias.x=!sh probe.sh", "x"), kind: capd, state: "failed"},
-		{name: "make SHELL=", input: cmd("make", "SHELL=./probe.sh"), kind: capd, state: "failed"},
-		{name: "make --eval", input: cmd("make", "--eval=all:;@id"), kind: capd, state: "failed"},
-		{name: "awk system()", input: cmd("awk", `BEGIN{system("id")}`), kind: capd, state: "failed"},
-		{name: "sed e command", input: cmd("sed", "-n", "1e id", "list.txt"), kind: capd, state: "failed"},
-		{name: "tar --to-command", input: cmd("tar", "-xf", "a.tar", "--to-command=sh"), kind: capd, state: "failed"},
-		{name: "setsid", input: cmd("setsid", "sleep", "1"), kind: capd, state: "failed"},
-		{name: "nohup", input: cmd("nohup", "sleep", "1"), kind: capd, state: "failed"},
-		{name: "timeout", input: cmd("timeout", "5", "sh", "probe.sh"), kind: capd, state: "failed"},
+		{name: "find -exec sh", input: cmd("find", ".", "-exec", "sh", "probe.sh", ";"), kind: capd},
+		{name: "find -execdir", input: cmd("find", ".", "-execdir", "id", ";"), kind: capd},
+		{name: "xargs sh", input: cmd("xargs", "-a", "list.txt", "sh"), kind: capd},
+		{name: "env sh", input: cmd("env", "sh", "probe.sh"), kind: capd},
+		{name: "env -S", input: cmd("env", "-S", "sh probe.sh"), kind: capd},
+		{name: "git -c core.pager", input: cmd("git", "-c", "core.pager=sh probe.sh", "log"), kind: capd},
+		{name: "git -c alias", input: cmd("git", "-c", "alias.x=!sh probe.sh", "x"), kind: capd},
+		{name: "make SHELL=", input: cmd("make", "SHELL=./probe.sh"), kind: capd},
+		{name: "make --eval", input: cmd("make", "--eval=all:;@id"), kind: capd},
+		{name: "awk system()", input: cmd("awk", `BEGIN{system("id")}`), kind: capd},
+		{name: "sed e command", input: cmd("sed", "-n", "1e id", "list.txt"), kind: capd},
+		{name: "tar --to-command", input: cmd("tar", "-xf", "a.tar", "--to-command=sh"), kind: capd},
+		{name: "setsid", input: cmd("setsid", "sleep", "1"), kind: capd},
+		{name: "nohup", input: cmd("nohup", "sleep", "1"), kind: capd},
+		{name: "timeout", input: cmd("timeout", "5", "sh", "probe.sh"), kind: capd},
 		// With interpreters allowed, the program a launcher starts gets the
 		// same eval-flag rules as the command (the black-box findings).
-		{name: "find -exec sh -c, interpreters allowed", open: true, input: cmd("find", ".", "-maxdepth", "0", "-exec", "sh", "-c", "id", ";"), kind: capd, state: "failed"},
-		{name: "find -execdir sh -c, interpreters allowed", open: true, input: cmd("find", ".", "-maxdepth", "0", "-execdir", "sh", "-c", "id", ";"), kind: capd, state: "failed"},
-		{name: "find -exec python3 -c, interpreters allowed", open: true, input: cmd("find", ".", "-maxdepth", "0", "-exec", "python3", "-c", "print(1)", ";"), kind: capd, state: "failed"},
-		{name: "env sh -c, interpreters allowed", open: true, input: cmd("env", "sh", "-c", "id"), kind: capd, state: "failed"},
-		{name: "env -S, interpreters allowed", open: true, input: cmd("env", "-S", "sh -c id"), kind: capd, state: "failed"},
-		{name: "xargs sh -c, interpreters allowed", open: true, input: cmd("xargs", "-a", "list.txt", "sh", "-c", "id"), kind: capd, state: "failed"},
-		{name: "timeout sh -c, interpreters allowed", open: true, input: cmd("timeout", "5", "sh", "-c", "id"), kind: capd, state: "failed"},
-		{name: "nohup sh -c, interpreters allowed", open: true, input: cmd("nohup", "sh", "-c", "id"), kind: capd, state: "failed"},
-		{name: "setsid -w sh -c, interpreters allowed", open: true, input: cmd("setsid", "-w", "sh", "-c", "id"), kind: capd, state: "failed"},
-		{name: "nested launchers, interpreters allowed", open: true, input: cmd("env", "timeout", "5", "env", "sh", "-c", "id"), kind: capd, state: "failed"},
+		{name: "find -exec sh -c, interpreters allowed", open: true, input: cmd("find", ".", "-maxdepth", "0", "-exec", "sh", "-c", "id", ";"), kind: capd},
+		{name: "find -execdir sh -c, interpreters allowed", open: true, input: cmd("find", ".", "-maxdepth", "0", "-execdir", "sh", "-c", "id", ";"), kind: capd},
+		{name: "find -exec python3 -c, interpreters allowed", open: true, input: cmd("find", ".", "-maxdepth", "0", "-exec", "python3", "-c", "print(1)", ";"), kind: capd},
+		{name: "env sh -c, interpreters allowed", open: true, input: cmd("env", "sh", "-c", "id"), kind: capd},
+		{name: "env -S, interpreters allowed", open: true, input: cmd("env", "-S", "sh -c id"), kind: capd},
+		{name: "xargs sh -c, interpreters allowed", open: true, input: cmd("xargs", "-a", "list.txt", "sh", "-c", "id"), kind: capd},
+		{name: "timeout sh -c, interpreters allowed", open: true, input: cmd("timeout", "5", "sh", "-c", "id"), kind: capd},
+		{name: "nohup sh -c, interpreters allowed", open: true, input: cmd("nohup", "sh", "-c", "id"), kind: capd},
+		{name: "setsid -w sh -c, interpreters allowed", open: true, input: cmd("setsid", "-w", "sh", "-c", "id"), kind: capd},
+		{name: "nested launchers, interpreters allowed", open: true, input: cmd("env", "timeout", "5", "env", "sh", "-c", "id"), kind: capd},
 		// Workspace scope.
-		{name: "dot dot", input: cmd("cat", "../x"), kind: scope, state: "failed"},
-		{name: "nested dot dot", input: cmd("cat", "sub/../../x"), kind: scope, state: "failed"},
-		{name: "absolute path outside", input: cmd("cat", "/etc/passwd"), kind: scope, state: "failed"},
-		{name: "symlink pointing outside", input: cmd("cat", "link-out"), kind: scope, state: "failed"},
-		{name: "dangling symlink", input: cmd("touch", "link-dangling"), kind: scope, state: "failed"},
-		{name: "file URL outside", input: cmd("cat", "file:///etc/passwd"), kind: scope, state: "failed"},
-		{name: "file URL with remote host", input: cmd("cat", "file://evil.example/etc/passwd"), kind: scope, state: "failed"},
-		{name: "option=value outside", input: cmd("cat", "--x=/etc/passwd"), kind: scope, state: "failed"},
-		{name: "-Cvalue outside", input: cmd("make", "-C/etc"), kind: scope, state: "failed"},
-		{name: "name=value outside", input: cmd("dd", "if=/etc/shadow"), kind: scope, state: "failed"},
-		{name: "cwd outside", input: map[string]any{"command": "ls", "args": []string{}, "cwd": "/etc"}, kind: scope, state: "failed"},
-		{name: "--cwd outside", input: cmd("ls", "--cwd", "/etc"), kind: scope, state: "failed"},
-		{name: "cwd with dot dot", input: map[string]any{"command": "ls", "args": []string{}, "cwd": "../.."}, kind: scope, state: "failed"},
+		{name: "dot dot", input: cmd("cat", "../x"), kind: scope},
+		{name: "nested dot dot", input: cmd("cat", "sub/../../x"), kind: scope},
+		{name: "absolute path outside", input: cmd("cat", "/etc/passwd"), kind: scope},
+		{name: "symlink pointing outside", input: cmd("cat", "link-out"), kind: scope},
+		{name: "dangling symlink", input: cmd("touch", "link-dangling"), kind: scope},
+		{name: "file URL outside", input: cmd("cat", "file:///etc/passwd"), kind: scope},
+		{name: "file URL with remote host", input: cmd("cat", "file://evil.example/etc/passwd"), kind: scope},
+		{name: "option=value outside", input: cmd("cat", "--x=/etc/passwd"), kind: scope},
+		{name: "-Cvalue outside", input: cmd("make", "-C/etc"), kind: scope},
+		{name: "name=value outside", input: cmd("dd", "if=/etc/shadow"), kind: scope},
+		{name: "cwd outside", input: map[string]any{"command": "ls", "args": []string{}, "cwd": "/etc"}, kind: scope},
+		{name: "--cwd outside", input: cmd("ls", "--cwd", "/etc"), kind: scope},
+		{name: "cwd with dot dot", input: map[string]any{"command": "ls", "args": []string{}, "cwd": "../.."}, kind: scope},
 		// Egress (preflight, allowlist allowed.example).
-		{name: "declared host not allowlisted", input: map[string]any{"command": "echo", "args": []string{"x"}, "requested_egress_hosts": []string{"evil.example"}}, kind: egress, state: "failed"},
-		{name: "URL argument not allowlisted", input: cmd("echo", "https://evil.example/x"), kind: egress, state: "failed"},
-		{name: "suffix without label boundary", input: cmd("echo", "https://evilallowed.example/x"), kind: egress, state: "failed"},
-		{name: "host= argument", input: cmd("echo", "host=evil.example"), kind: egress, state: "failed"},
+		{name: "declared host not allowlisted", input: map[string]any{"command": "echo", "args": []string{"x"}, "requested_egress_hosts": []string{"evil.example"}}, kind: egress},
+		{name: "URL argument not allowlisted", input: cmd("echo", "https://evil.example/x"), kind: egress},
+		{name: "suffix without label boundary", input: cmd("echo", "https://evilallowed.example/x"), kind: egress},
+		{name: "host= argument", input: cmd("echo", "host=evil.example"), kind: egress},
 	}
 }
 
@@ -839,17 +841,56 @@ func TestLedgerRefusals(t *testing.T) {
 				t.Parallel()
 				e := envs[c.open]
 				r := e.run(t, "refusals", c.input)
-				if r.State != c.state || r.ErrorKind != c.kind || r.Error == "" {
-					t.Fatalf("state %s, error_kind %q (%s), want %s %s", r.State, r.ErrorKind, r.Error, c.state, c.kind)
+				if r.State != string(ledger.StateDenied) || r.ErrorKind != string(c.kind) || r.Error == "" {
+					t.Fatalf("state %s, error_kind %q (%s), want denied %s", r.State, r.ErrorKind, r.Error, c.kind)
 				}
-				if c.state == "failed" {
-					if f := e.finished(t, r.ID); f.ExitStatus != nil || f.ErrorKind == nil || *f.ErrorKind != c.kind {
-						t.Errorf("execution.finished: exit status %v, error_kind %v: a refused request must not start a process", f.ExitStatus, f.ErrorKind)
-					}
-				} else if types := e.eventTypes(t, r.ID); strings.Contains(types, "execution.started") {
-					t.Errorf("a denied request started: %s", types)
+				if types := e.eventTypes(t, r.ID); strings.Contains(types, "execution.started") || strings.Contains(types, "budget.consumed") {
+					t.Errorf("a denied request started or was charged: %s", types)
 				}
 			})
+		}
+	})
+}
+
+// TestLedgerRefusalConsumesNoBudget: process.run's own checks run at
+// claim time, before the run's budget is charged, so a call they refuse
+// (here a path outside the workspace) costs its run nothing: in a run with
+// a budget of one call, the call after it still runs.
+func TestLedgerRefusalConsumesNoBudget(t *testing.T) {
+	t.Parallel()
+	eachTier(t, func(t *testing.T, tier string) {
+		e := newLedgerEnv(t, tier, envConfig{policy: restrictedPolicy()})
+		if _, err := e.submitter.Exec(context.Background(), "SELECT ledger.set_run_budget('one-call', 1)"); err != nil {
+			t.Fatal(err)
+		}
+		r := e.run(t, "one-call", cmd("cat", "/etc/passwd"))
+		if r.State != string(ledger.StateDenied) || r.ErrorKind != string(ledger.KindWorkspaceScopeDenied) {
+			t.Fatalf("outside the workspace: %s %s (%s), want denied workspace_scope_denied", r.State, r.ErrorKind, r.Error)
+		}
+		types := e.eventTypes(t, r.ID)
+		if strings.Contains(types, "budget.consumed") || strings.Contains(types, "execution.started") {
+			t.Errorf("the refused call was charged or started: %s", types)
+		}
+		var decided struct {
+			Stage      string `json:"stage"`
+			ReasonCode string `json:"reason_code"`
+			ToolReason string `json:"tool_reason"`
+		}
+		for _, ev := range e.events(t, r.ID) {
+			if ev.Type == "policy.decided" {
+				if err := json.Unmarshal(ev.Payload, &decided); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if decided.Stage != "input" || decided.ReasonCode != "tool.workspace_scope_denied" || decided.ToolReason != procinput.ReasonPathEscape {
+			t.Errorf("policy.decided: %+v", decided)
+		}
+		if ok := e.run(t, "one-call", cmd("echo", "paid")); ok.State != string(ledger.StateSucceeded) {
+			t.Fatalf("the run's one call after the refusal: %s %s (%s)", ok.State, ok.ErrorKind, ok.Error)
+		}
+		if over := e.run(t, "one-call", cmd("echo", "over")); over.ErrorKind != string(ledger.KindBudgetExhausted) {
+			t.Fatalf("a second paid call: %s %s, want budget_exhausted", over.State, over.ErrorKind)
 		}
 	})
 }
@@ -928,8 +969,8 @@ func TestLedgerStrictEgress(t *testing.T) {
 		e := newLedgerEnv(t, tier, envConfig{policy: pol})
 		r := e.run(t, "", cmd("echo", "hi"))
 		if tier == "B" {
-			if r.State != "failed" || r.ErrorKind != procinput.KindEgressDenied {
-				t.Errorf("tier B strict: %s %q (%s), want failed egress_denied", r.State, r.ErrorKind, r.Error)
+			if r.State != "denied" || r.ErrorKind != string(ledger.KindEgressDenied) {
+				t.Errorf("tier B strict: %s %q (%s), want denied egress_denied", r.State, r.ErrorKind, r.Error)
 			}
 			return
 		}
@@ -941,8 +982,8 @@ func TestLedgerStrictEgress(t *testing.T) {
 			map[string]any{"command": "echo", "args": []string{"hi"}, "requested_egress_hosts": []string{"evil.example"}},
 			cmd("echo", "https://allowed.example/undeclared"),
 		} {
-			if r := e.run(t, "", in); r.State != "failed" || r.ErrorKind != procinput.KindEgressDenied {
-				t.Errorf("%v: %s %q (%s), want failed egress_denied", in, r.State, r.ErrorKind, r.Error)
+			if r := e.run(t, "", in); r.State != "denied" || r.ErrorKind != string(ledger.KindEgressDenied) {
+				t.Errorf("%v: %s %q (%s), want denied egress_denied", in, r.State, r.ErrorKind, r.Error)
 			}
 		}
 	})

@@ -2,7 +2,6 @@ package processrun
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -21,15 +20,7 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/cgroup"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/seccomp"
-)
-
-// Error kinds of the contract that this tool returns besides procinput's.
-const (
-	KindQuotaExceeded  = "quota_exceeded"
-	KindTimedOut       = "timed_out"
-	KindCancelled      = "cancelled"
-	KindSpawnFailed    = "spawn_failed"
-	KindRuntimeFailure = "runtime_failure"
+	"github.com/execledger/execledger/ledger"
 )
 
 // Defaults of Config's zero fields.
@@ -245,12 +236,6 @@ func (t *Tool) Tier() string { return t.cfg.Tier }
 // SafeToRepeat is false: a process may have side effects.
 func (t *Tool) SafeToRepeat() bool { return false }
 
-// Validate parses the input strictly (procinput.Parse).
-func (t *Tool) Validate(input json.RawMessage) error {
-	_, err := procinput.Parse(input)
-	return err
-}
-
 func (t *Tool) backend() string {
 	if t.cfg.Tier == "C" {
 		return "linux_bubblewrap"
@@ -258,53 +243,110 @@ func (t *Tool) backend() string {
 	return "procinit_rlimit_seccomp"
 }
 
-func failure(kind, msg string) executor.Result {
+func failure(kind ledger.ErrorKind, msg string) executor.Result {
 	return executor.Result{ErrorKind: kind, Error: msg}
 }
 
-// refusal maps a procinput error to a Result.
-func refusal(err error) executor.Result {
+// refusal maps a procinput error to the executor's Refusal.
+func refusal(err error) *executor.Refusal {
 	var pe *procinput.Error
 	if errors.As(err, &pe) {
-		return failure(pe.Kind, pe.Message)
+		return &executor.Refusal{Kind: pe.Kind, Reason: pe.Reason, Message: pe.Message}
 	}
-	if errors.Is(err, procinput.ErrInvalidPolicy) {
-		return failure(KindSpawnFailed, "process.run is misconfigured: "+err.Error())
-	}
-	return failure(procinput.KindInvalidInput, err.Error())
+	return &executor.Refusal{Kind: ledger.KindInvalidInput, Message: err.Error()}
 }
 
-// Run executes one call: see the package documentation.
-func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
+// Reasons of this tool's own refusals, beside procinput's.
+const (
+	reasonBackgroundDisabled = "process.background_disabled" // capability_denied
+	reasonStrictEgressTierB  = "egress.strict_needs_tier_c"  // egress_denied
+)
+
+// prepared is a call Prepare checked: the parsed input and its workspace,
+// or the failure Run is to report (a workspace or a policy the executor
+// could not use: the executor's fault, not the request's, so not a
+// refusal).
+type prepared struct {
+	in   *procinput.Input
+	ws   string
+	fail *executor.Result
+}
+
+// Prepare runs procinput's checks at claim time, before the call's budget
+// is charged: the input's shape, the executable allowlist and launch
+// forms, the workspace scope of its paths and arguments, and egress. It
+// creates the call's workspace (and, in tier B, gives the run its uid).
+// A refusal denies the request. Run checks the file system again just
+// before it spawns, since the workspace may change in between.
+func (t *Tool) Prepare(_ context.Context, call executor.Call) (any, error) {
 	in, err := procinput.Parse(call.Input)
 	if err != nil {
-		return refusal(err)
+		return nil, refusal(err)
 	}
 	if in.Background != nil && t.bg == nil {
-		return failure(procinput.KindCapabilityDenied, "background processes are not enabled on this executor (they need its ledger connection); run in the foreground")
+		return nil, &executor.Refusal{Kind: ledger.KindCapabilityDenied, Reason: reasonBackgroundDisabled,
+			Message: "background processes are not enabled on this executor (they need its ledger connection); run in the foreground"}
 	}
 	ws, err := t.workspace(call)
 	if err != nil {
 		var pe *procinput.Error
 		if errors.As(err, &pe) {
-			return refusal(err)
+			return nil, refusal(err)
 		}
-		return failure(KindSpawnFailed, "workspace: "+err.Error())
+		f := failure(ledger.KindSpawnFailed, "workspace: "+err.Error())
+		return &prepared{fail: &f}, nil
 	}
+	_, fail, err := t.check(in, ws)
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{in: in, ws: ws, fail: fail}, nil
+}
+
+// check runs procinput.Check on in within workspace ws: a refusal is an
+// error, a policy the executor cannot use a failure.
+func (t *Tool) check(in *procinput.Input, ws string) (*procinput.Plan, *executor.Result, error) {
 	pol := t.cfg.Policy
 	pol.WorkspaceRoot = ws
 	plan, err := procinput.Check(in, pol)
-	if err != nil {
-		return refusal(err)
+	if errors.Is(err, procinput.ErrInvalidPolicy) {
+		f := failure(ledger.KindSpawnFailed, "process.run is misconfigured: "+err.Error())
+		return nil, &f, nil
 	}
-	if plan.EgressMode == procinput.EgressStrict {
-		if t.cfg.Tier == "B" {
-			return failure(procinput.KindEgressDenied, "strict egress cannot be enforced in tier B; the policy must use tier C or egress mode none/preflight")
+	if err != nil {
+		return nil, nil, refusal(err)
+	}
+	if plan.EgressMode == procinput.EgressStrict && t.cfg.Tier == "B" {
+		return nil, nil, &executor.Refusal{Kind: ledger.KindEgressDenied, Reason: reasonStrictEgressTierB,
+			Message: "strict egress cannot be enforced in tier B; the policy must use tier C or egress mode none/preflight"}
+	}
+	return plan, nil, nil
+}
+
+// Run executes one call: see the package documentation.
+func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
+	p, ok := call.Prepared.(*prepared)
+	if !ok {
+		v, err := t.Prepare(ctx, call)
+		if err != nil {
+			return executor.Refused(err)
 		}
+		p = v.(*prepared)
+	}
+	if p.fail != nil {
+		return *p.fail
+	}
+	// Again, against the workspace as it is now.
+	plan, bad, err := t.check(p.in, p.ws)
+	if err != nil {
+		return executor.Refused(err)
+	}
+	if bad != nil {
+		return *bad
 	}
 	path, err := lookPath(plan.Command, plan.Env)
 	if err != nil {
-		return failure(KindSpawnFailed, err.Error())
+		return failure(ledger.KindSpawnFailed, err.Error())
 	}
 	// Pdeathsig fires when the thread that started the child exits: keep
 	// this goroutine on its thread until the child is gone.
@@ -329,7 +371,7 @@ func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
 // component checks one path element taken from the call.
 func component(what, s string) error {
 	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") || len(s) > 200 {
-		return &procinput.Error{Kind: procinput.KindInvalidInput, Reason: "workspace_name_invalid",
+		return &procinput.Error{Kind: ledger.KindInvalidInput, Reason: "workspace_name_invalid",
 			Message: fmt.Sprintf("%s %q cannot name a workspace directory", what, s)}
 	}
 	return nil
@@ -346,7 +388,7 @@ func (t *Tool) workspace(call executor.Call) (string, error) {
 			return "", err
 		}
 		if strings.HasPrefix(call.RunID, reqPrefix) || strings.HasPrefix(call.RunID, trashPrefix) {
-			return "", &procinput.Error{Kind: procinput.KindInvalidInput, Reason: "workspace_name_invalid",
+			return "", &procinput.Error{Kind: ledger.KindInvalidInput, Reason: "workspace_name_invalid",
 				Message: "run ids starting with " + reqPrefix + " or " + trashPrefix + " are reserved"}
 		}
 		run = call.RunID

@@ -19,6 +19,7 @@ import (
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
+	"github.com/execledger/execledger/ledger"
 )
 
 // TestMain makes the test binary the sandbox init of both tiers, or the
@@ -157,8 +158,8 @@ func TestToolIdentity(t *testing.T) {
 	if c.Executor() != "sandbox_tier_c_linux_bubblewrap" || c.Tier() != "C" {
 		t.Errorf("tier C identity: %s %s", c.Executor(), c.Tier())
 	}
-	if err := b.Validate(json.RawMessage(`{"command":"echo","bogus":1}`)); err == nil {
-		t.Error("Validate accepted an unknown field")
+	if _, err := b.Prepare(context.Background(), call("run-1", `{"command":"echo","bogus":1}`)); err == nil {
+		t.Error("Prepare accepted an unknown field")
 	}
 	if _, err := New(Config{Tier: "B", WorkspaceRoot: "/tmp/x"}); err == nil {
 		t.Error("New accepted tier B without Self")
@@ -210,7 +211,7 @@ func TestNonZeroExit(t *testing.T) {
 	eachTier(t, func(t *testing.T, tier string) {
 		tool := newTool(t, tier, procinput.Policy{AllowedExecutables: []string{"ls"}})
 		res := tool.Run(context.Background(), call("run-1", input(t, "ls", "no-such-file")))
-		if res.ErrorKind != KindRuntimeFailure {
+		if res.ErrorKind != ledger.KindRuntimeFailure {
 			t.Fatalf("error kind %q (%s), want runtime_failure", res.ErrorKind, res.Error)
 		}
 		o := decode(t, res)
@@ -225,7 +226,7 @@ func TestOutputQuotaKeepsPartialOutput(t *testing.T) {
 		tool := newTool(t, tier, procinput.Policy{AllowedExecutables: []string{"yes"}}, func(c *Config) { c.OutputLimit = 10000 })
 		start := time.Now()
 		res := tool.Run(context.Background(), call("run-1", input(t, "yes", "quota-marker-"+tier)))
-		if res.ErrorKind != KindQuotaExceeded {
+		if res.ErrorKind != ledger.KindQuotaExceeded {
 			t.Fatalf("error kind %q (%s), want quota_exceeded", res.ErrorKind, res.Error)
 		}
 		o := decode(t, res)
@@ -250,7 +251,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		res := tool.Run(ctx, call("run-1", input(t, "sleep", marker)))
-		if res.ErrorKind != KindTimedOut || !res.TimedOut {
+		if res.ErrorKind != ledger.KindTimedOut || !res.TimedOut {
 			t.Fatalf("error kind %q timed out %v (%s)", res.ErrorKind, res.TimedOut, res.Error)
 		}
 		if d := time.Since(start); d > 3*time.Second {
@@ -267,7 +268,7 @@ func TestCancelIsCancelled(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(200*time.Millisecond, cancel)
 		res := tool.Run(ctx, call("run-1", input(t, "sleep", marker)))
-		if res.ErrorKind != KindCancelled || res.TimedOut {
+		if res.ErrorKind != ledger.KindCancelled || res.TimedOut {
 			t.Fatalf("error kind %q timed out %v (%s)", res.ErrorKind, res.TimedOut, res.Error)
 		}
 		waitNoSurvivors(t, marker)
@@ -359,14 +360,14 @@ func TestRefusals(t *testing.T) {
 		name  string
 		pol   procinput.Policy
 		input string
-		kind  string
+		kind  ledger.ErrorKind
 	}{
-		{"interpreter", procinput.Policy{AllowedExecutables: []string{"*"}}, `{"command":"sh","args":["x.sh"]}`, procinput.KindCapabilityDenied},
-		{"not allowlisted", procinput.Policy{AllowedExecutables: []string{"echo"}}, `{"command":"ls"}`, procinput.KindCapabilityDenied},
-		{"outside workspace", procinput.Policy{AllowedExecutables: []string{"cat"}}, `{"command":"cat","args":["/etc/passwd"]}`, procinput.KindWorkspaceScopeDenied},
+		{"interpreter", procinput.Policy{AllowedExecutables: []string{"*"}}, `{"command":"sh","args":["x.sh"]}`, ledger.KindCapabilityDenied},
+		{"not allowlisted", procinput.Policy{AllowedExecutables: []string{"echo"}}, `{"command":"ls"}`, ledger.KindCapabilityDenied},
+		{"outside workspace", procinput.Policy{AllowedExecutables: []string{"cat"}}, `{"command":"cat","args":["/etc/passwd"]}`, ledger.KindWorkspaceScopeDenied},
 		{"dot dot", procinput.Policy{AllowedExecutables: []string{"cat"}}, `{"command":"cat","args":["../other/x"]}`, ""},
-		{"malformed", procinput.Policy{AllowedExecutables: []string{"cat"}}, `{"command":"cat","nope":1}`, procinput.KindInvalidInput},
-		{"background", procinput.Policy{AllowedExecutables: []string{"sleep"}}, `{"command":"sleep","args":["1"],"background":true}`, procinput.KindCapabilityDenied},
+		{"malformed", procinput.Policy{AllowedExecutables: []string{"cat"}}, `{"command":"cat","nope":1}`, ledger.KindInvalidInput},
+		{"background", procinput.Policy{AllowedExecutables: []string{"sleep"}}, `{"command":"sleep","args":["1"],"background":true}`, ledger.KindCapabilityDenied},
 	}
 	for _, tier := range tiers {
 		for _, c := range cases {
@@ -375,7 +376,7 @@ func TestRefusals(t *testing.T) {
 				tool := newTool(t, tier, c.pol)
 				res := tool.Run(context.Background(), call("run-1", c.input))
 				if c.kind == "" {
-					if res.ErrorKind != procinput.KindWorkspaceScopeDenied && res.ErrorKind != procinput.KindInvalidInput {
+					if res.ErrorKind != ledger.KindWorkspaceScopeDenied && res.ErrorKind != ledger.KindInvalidInput {
 						t.Fatalf("error kind %q (%s)", res.ErrorKind, res.Error)
 					}
 				} else if res.ErrorKind != c.kind {
@@ -387,7 +388,7 @@ func TestRefusals(t *testing.T) {
 	t.Run("bad run id", func(t *testing.T) {
 		tool := newTool(t, "B", procinput.Policy{AllowedExecutables: []string{"echo"}})
 		for _, id := range []string{"..", "a/b", "_req-x"} {
-			if res := tool.Run(context.Background(), call(id, `{"command":"echo"}`)); res.ErrorKind != procinput.KindInvalidInput {
+			if res := tool.Run(context.Background(), call(id, `{"command":"echo"}`)); res.ErrorKind != ledger.KindInvalidInput {
 				t.Errorf("run id %q: %q", id, res.ErrorKind)
 			}
 		}
@@ -400,7 +401,7 @@ func TestStrictEgress(t *testing.T) {
 		t.Parallel()
 		tool := newTool(t, "B", pol)
 		res := tool.Run(context.Background(), call("run-1", input(t, "echo", "hi")))
-		if res.ErrorKind != procinput.KindEgressDenied {
+		if res.ErrorKind != ledger.KindEgressDenied {
 			t.Fatalf("error kind %q (%s), want egress_denied", res.ErrorKind, res.Error)
 		}
 	})
@@ -416,7 +417,7 @@ func TestStrictEgress(t *testing.T) {
 		}
 		res = tool.Run(context.Background(), call("run-1",
 			`{"command":"echo","args":["hi"],"requested_egress_hosts":["example.com"]}`))
-		if res.ErrorKind != procinput.KindEgressDenied {
+		if res.ErrorKind != ledger.KindEgressDenied {
 			t.Fatalf("declared host: error kind %q (%s), want egress_denied", res.ErrorKind, res.Error)
 		}
 	})
@@ -444,7 +445,7 @@ func TestRunsHaveSeparateWorkspaces(t *testing.T) {
 			t.Error("run-a's file is in run-b's workspace")
 		}
 		res = tool.Run(ctx, call("run-b", input(t, "cat", filepath.Join(a, "mine.txt"))))
-		if res.ErrorKind != procinput.KindWorkspaceScopeDenied {
+		if res.ErrorKind != ledger.KindWorkspaceScopeDenied {
 			t.Errorf("cat of run-a's file from run-b: %q (%s)", res.ErrorKind, res.Error)
 		}
 		// A request without a run gets a workspace of its own.

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/execledger/execledger/executor"
-	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/ledger"
 )
 
@@ -64,10 +63,18 @@ func (pt *ProcessTool) Tier() string { return "builtin" }
 // SafeToRepeat is true: asking twice, or stopping twice, does no harm.
 func (pt *ProcessTool) SafeToRepeat() bool { return true }
 
-// Validate parses {"handle": "<uuid>"} strictly.
-func (pt *ProcessTool) Validate(input json.RawMessage) error {
-	_, err := parseHandle(input)
-	return err
+// Prepare parses {"handle": "<uuid>"} strictly and requires a run_id;
+// Run gets the handle.
+func (pt *ProcessTool) Prepare(_ context.Context, call executor.Call) (any, error) {
+	h, err := parseHandle(call.Input)
+	if err != nil {
+		return nil, &executor.Refusal{Kind: ledger.KindInvalidInput, Message: err.Error()}
+	}
+	if call.RunID == "" {
+		return nil, &executor.Refusal{Kind: ledger.KindCapabilityDenied, Reason: "process.run_id_missing",
+			Message: pt.Name() + " addresses the background processes of the caller's run: submit it with that run_id"}
+	}
+	return h, nil
 }
 
 // parseHandle decodes {"handle": "<uuid>"}: nothing else, no unknown or
@@ -171,27 +178,28 @@ func (pt *ProcessTool) live(s *processStatus) {
 
 // Run answers the status of, or stops, the caller's process.
 func (pt *ProcessTool) Run(ctx context.Context, call executor.Call) executor.Result {
-	h, err := parseHandle(call.Input)
-	if err != nil {
-		return failure(procinput.KindInvalidInput, err.Error())
+	h, ok := call.Prepared.(uuid.UUID)
+	if !ok {
+		v, err := pt.Prepare(ctx, call)
+		if err != nil {
+			return executor.Refused(err)
+		}
+		h = v.(uuid.UUID)
 	}
-	if call.RunID == "" {
-		return failure(procinput.KindCapabilityDenied, pt.Name()+" addresses the background processes of the caller's run: submit it with that run_id")
-	}
-	denied := failure(procinput.KindCapabilityDenied, fmt.Sprintf("run %s has no background process with handle %s", call.RunID, h))
+	denied := failure(ledger.KindCapabilityDenied, fmt.Sprintf("run %s has no background process with handle %s", call.RunID, h))
 	s, owner, err := pt.lookup(ctx, h, call.Principal, call.RunID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return denied
 	}
 	if err != nil {
-		return failure(KindRuntimeFailure, err.Error())
+		return failure(ledger.KindRuntimeFailure, err.Error())
 	}
 	if pt.stop && s.State == "running" {
 		if s, err = pt.stopProcess(ctx, call, h, owner); err != nil {
 			if ctx.Err() != nil {
-				return failure(KindCancelled, "cancelled while stopping the process: "+context.Cause(ctx).Error())
+				return failure(ledger.KindCancelled, "cancelled while stopping the process: "+context.Cause(ctx).Error())
 			}
-			return failure(KindRuntimeFailure, "stopping the process: "+err.Error())
+			return failure(ledger.KindRuntimeFailure, "stopping the process: "+err.Error())
 		}
 	}
 	if s.State == "running" {
@@ -199,7 +207,7 @@ func (pt *ProcessTool) Run(ctx context.Context, call executor.Call) executor.Res
 	}
 	raw, err := json.Marshal(s)
 	if err != nil {
-		return failure(KindRuntimeFailure, err.Error())
+		return failure(ledger.KindRuntimeFailure, err.Error())
 	}
 	return executor.Result{Output: raw}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/seccomp"
+	"github.com/execledger/execledger/ledger"
 )
 
 // capture reads stdout and stderr against one shared budget.
@@ -241,13 +242,13 @@ func closeFiles(fs []*os.File) {
 func (t *Tool) startFailure(ctx context.Context, err error) executor.Result {
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-			r := failure(KindTimedOut, "timed out before the process started")
+			r := failure(ledger.KindTimedOut, "timed out before the process started")
 			r.TimedOut = true
 			return r
 		}
-		return failure(KindCancelled, fmt.Sprintf("cancelled before the process started: %v", context.Cause(ctx)))
+		return failure(ledger.KindCancelled, fmt.Sprintf("cancelled before the process started: %v", context.Cause(ctx)))
 	}
-	return failure(KindSpawnFailed, err.Error())
+	return failure(ledger.KindSpawnFailed, err.Error())
 }
 
 func withEnf(r executor.Result, enf map[string]any) executor.Result {
@@ -348,7 +349,7 @@ func (t *Tool) finish(res executor.Result, o outcome, e exit) executor.Result {
 	out.Stderr, out.StderrLossy = t.text(o.stderr)
 	res.Resources["output_bytes"] = int64(len(o.stdout) + len(o.stderr))
 	res.ErrorKind, res.Error, out.LimitExceeded = t.classify(o, e, res.Resources, out.Stderr)
-	res.TimedOut = res.ErrorKind == KindTimedOut
+	res.TimedOut = res.ErrorKind == ledger.KindTimedOut
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -365,25 +366,25 @@ func (t *Tool) finish(res executor.Result, o outcome, e exit) executor.Result {
 // classify returns the error kind and message of a run that ended with e
 // (none for a success), and the limit that ended it, if one did; stderr is
 // the stored standard error, r the figures recorded.
-func (t *Tool) classify(o outcome, e exit, r map[string]int64, stderr string) (kind, msg, limit string) {
+func (t *Tool) classify(o outcome, e exit, r map[string]int64, stderr string) (kind ledger.ErrorKind, msg, limit string) {
 	switch {
 	case o.timedOut:
-		return KindTimedOut, "the process exceeded its timeout and was killed", ""
+		return ledger.KindTimedOut, "the process exceeded its timeout and was killed", ""
 	case o.cancelled:
-		return KindCancelled, fmt.Sprintf("cancelled: %v", o.cause), ""
+		return ledger.KindCancelled, fmt.Sprintf("cancelled: %v", o.cause), ""
 	case o.overflow:
-		return KindQuotaExceeded, fmt.Sprintf("output exceeded %d bytes; the process was stopped and the output truncated", t.cfg.OutputLimit), limitOutput
+		return ledger.KindQuotaExceeded, fmt.Sprintf("output exceeded %d bytes; the process was stopped and the output truncated", t.cfg.OutputLimit), limitOutput
 	case e.spawnFailed:
-		return KindSpawnFailed, "the sandbox could not start the program: " + firstLine(stderr), ""
+		return ledger.KindSpawnFailed, "the sandbox could not start the program: " + firstLine(stderr), ""
 	}
 	if limit, msg := t.limitHit(e, r); limit != "" {
-		return KindQuotaExceeded, msg, limit
+		return ledger.KindQuotaExceeded, msg, limit
 	}
 	switch {
 	case e.unreported:
-		return KindRuntimeFailure, fmt.Sprintf("the sandbox init ended (status %d) without reporting how the program ended", e.code), ""
+		return ledger.KindRuntimeFailure, fmt.Sprintf("the sandbox init ended (status %d) without reporting how the program ended", e.code), ""
 	case e.code != 0:
-		return KindRuntimeFailure, fmt.Sprintf("the process exited with status %d", e.code), ""
+		return ledger.KindRuntimeFailure, fmt.Sprintf("the process exited with status %d", e.code), ""
 	}
 	return "", "", ""
 }

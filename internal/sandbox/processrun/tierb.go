@@ -4,6 +4,7 @@ import (
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
+	"github.com/execledger/execledger/ledger"
 )
 
 // prepareB prepares plan under the tier B init: as the run's own uid
@@ -14,24 +15,24 @@ func (t *Tool) prepareB(plan *procinput.Plan, path string) (*launch, executor.Re
 		Seccomp: true, DenyUnixSockets: true, PrivateTmp: true, Keep: []string{plan.Root}}
 	ids, err := t.runCredentials(plan.Root)
 	if err != nil {
-		return nil, failure(KindSpawnFailed, err.Error())
+		return nil, failure(ledger.KindSpawnFailed, err.Error())
 	}
 	spec.UID, spec.GID = ids.uid, ids.gid
 	enf := t.enforcementB(spec, ids)
 	cg, err := t.newLeaf(enf)
 	if err != nil {
-		return nil, withEnf(failure(KindSpawnFailed, "cgroup leaf: "+err.Error()), enf)
+		return nil, withEnf(failure(ledger.KindSpawnFailed, "cgroup leaf: "+err.Error()), enf)
 	}
 	cmd, err := procinit.Command(t.cfg.Self, spec)
 	if err != nil {
 		cg.abort()
-		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
+		return nil, withEnf(failure(ledger.KindSpawnFailed, err.Error()), enf)
 	}
 	readUsage, err := procinit.WithUsage(cmd)
 	if err != nil {
 		cmd.ExtraFiles[0].Close()
 		cg.abort()
-		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
+		return nil, withEnf(failure(ledger.KindSpawnFailed, err.Error()), enf)
 	}
 	cg.attach(cmd)
 	l := &launch{cmd: cmd, enf: enf}

@@ -22,6 +22,7 @@ import (
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/sandbox/cgroup"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
+	"github.com/execledger/execledger/ledger"
 )
 
 var tbParents atomic.Int64
@@ -190,7 +191,7 @@ func TestTierBInitKilled(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the call did not end after its init was killed")
 			}
-			if res.ErrorKind != KindRuntimeFailure || decode(t, res).Signal != int(syscall.SIGKILL) {
+			if res.ErrorKind != ledger.KindRuntimeFailure || decode(t, res).Signal != int(syscall.SIGKILL) {
 				t.Errorf("%s: %s (%s)", res.ErrorKind, res.Error, res.Output)
 			}
 			if mode == CgroupsOff {
@@ -225,7 +226,7 @@ func TestTierBCgroupStopKillsLeaf(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	res := tool.Run(ctx, call("run-1", input(t, "sh", "loop.sh")))
-	if res.ErrorKind != KindTimedOut {
+	if res.ErrorKind != ledger.KindTimedOut {
 		t.Fatalf("%s: %s", res.ErrorKind, res.Error)
 	}
 	tbCgroupRecord(t, res)
@@ -412,7 +413,7 @@ func TestRunsCannotReachEachOther(t *testing.T) {
 	bws := workspaceOf(tool, "run-b")
 
 	res := tool.Run(context.Background(), call("run-a", input(t, "kill", "-0", pid)))
-	if o := decode(t, res); res.ErrorKind != KindRuntimeFailure || !strings.Contains(o.Stderr, "Operation not permitted") {
+	if o := decode(t, res); res.ErrorKind != ledger.KindRuntimeFailure || !strings.Contains(o.Stderr, "Operation not permitted") {
 		t.Errorf("run-a kill -0 %s: %s (%+v)", pid, res.ErrorKind, o)
 	}
 	tbScript(t, tool, "run-a", "peek.sh", "cat "+bws+"/data.txt\nls "+bws+"\nkill -9 "+pid+"\n")
@@ -447,7 +448,7 @@ func TestUIDRangeExhausted(t *testing.T) {
 		t.Errorf("uids %d and %d, want 300000 and 300001", a, b)
 	}
 	res := tool.Run(context.Background(), call("run-3", input(t, "id")))
-	if res.ErrorKind != KindSpawnFailed || !strings.Contains(res.Error, "no free sandbox uid: all 2 uids of [300000, 300001] own a workspace") {
+	if res.ErrorKind != ledger.KindSpawnFailed || !strings.Contains(res.Error, "no free sandbox uid: all 2 uids of [300000, 300001] own a workspace") {
 		t.Errorf("third run: %s: %s", res.ErrorKind, res.Error)
 	}
 	if again := tbID(t, tool, "run-1"); again != a {

@@ -16,6 +16,7 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/bwrap"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/seccomp"
+	"github.com/execledger/execledger/ledger"
 )
 
 // prepareC prepares plan under bubblewrap, the program under the sandbox
@@ -29,7 +30,7 @@ import (
 func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) (*launch, executor.Result) {
 	dir, err := sandboxDir(plan.Root, plan.Dir)
 	if err != nil {
-		return nil, failure(procinput.KindInvalidInput, err.Error())
+		return nil, failure(ledger.KindInvalidInput, err.Error())
 	}
 	env := make([]string, 0, len(plan.Env))
 	for _, kv := range plan.Env {
@@ -41,7 +42,7 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 	proxied := plan.EgressMode == procinput.EgressStrict && len(plan.EgressHosts) > 0
 	sh, err := t.sharedC()
 	if err != nil {
-		return nil, failure(KindSpawnFailed, err.Error())
+		return nil, failure(ledger.KindSpawnFailed, err.Error())
 	}
 	filter := sh.offline
 	if proxied {
@@ -56,7 +57,7 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 		// which owns the workspace (see bwrap.Plan.HostUID).
 		bp.HostUID, bp.HostGID = t.cfg.UID, t.cfg.GID
 		if err := os.Lchown(plan.Root, int(t.cfg.UID), int(t.cfg.GID)); err != nil {
-			return nil, failure(KindSpawnFailed, "workspace: "+err.Error())
+			return nil, failure(ledger.KindSpawnFailed, "workspace: "+err.Error())
 		}
 	}
 	// The init sets the limits on itself too: set on bubblewrap's pid 1
@@ -65,20 +66,20 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 	var eg *egressSession
 	if proxied {
 		if eg, err = t.startEgress(plan, &bp, &spec); err != nil {
-			return nil, failure(KindSpawnFailed, "strict egress: "+err.Error())
+			return nil, failure(ledger.KindSpawnFailed, "strict egress: "+err.Error())
 		}
 	}
 	in, err := newSandboxInit(t.cfg.Self, spec, &bp)
 	if err != nil {
 		eg.close()
-		return nil, failure(KindSpawnFailed, err.Error())
+		return nil, failure(ledger.KindSpawnFailed, err.Error())
 	}
 	enf := t.enforcementC(bp, plan, spec, eg)
 	cg, err := t.newLeaf(enf)
 	if err != nil {
 		in.close()
 		eg.close()
-		return nil, withEnf(failure(KindSpawnFailed, "cgroup leaf: "+err.Error()), enf)
+		return nil, withEnf(failure(ledger.KindSpawnFailed, "cgroup leaf: "+err.Error()), enf)
 	}
 	// Never cancelled: supervise stops the tree itself, TERM before KILL.
 	cmd, err := bp.Command(context.WithoutCancel(ctx))
@@ -86,7 +87,7 @@ func (t *Tool) prepareC(ctx context.Context, plan *procinput.Plan, path string) 
 		cg.abort()
 		in.close()
 		eg.close()
-		return nil, withEnf(failure(KindSpawnFailed, err.Error()), enf)
+		return nil, withEnf(failure(ledger.KindSpawnFailed, err.Error()), enf)
 	}
 	cg.attach(cmd.Cmd)
 	l := &launch{cmd: cmd.Cmd, enf: enf}

@@ -31,6 +31,7 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/bwrap"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
 )
 
 // Tier C: rlimits, the working directory, and strict egress through the
@@ -93,7 +94,7 @@ func TestTierCCPULimitKillsBurner(t *testing.T) {
 	if o.Signal != int(syscall.SIGKILL) && o.Signal != int(syscall.SIGXCPU) || o.ExitCode != 128+o.Signal {
 		t.Fatalf("exit %d signal %d, want SIGKILL or SIGXCPU (%s: %s)", o.ExitCode, o.Signal, res.ErrorKind, res.Error)
 	}
-	if res.ErrorKind != KindQuotaExceeded || o.LimitExceeded != limitCPU ||
+	if res.ErrorKind != ledger.KindQuotaExceeded || o.LimitExceeded != limitCPU ||
 		res.Error != fmt.Sprintf("killed by %s: CPU limit of 1 s (rlimit_cpu_seconds) reached", unix.SignalName(syscall.Signal(o.Signal))) {
 		t.Errorf("%s: %s (limit %q)", res.ErrorKind, res.Error, o.LimitExceeded)
 	}
@@ -158,7 +159,7 @@ func TestTierCRecordsTheProgramsUsage(t *testing.T) {
 			}
 			// And how it ended: the signal, and the limit named.
 			if o.Signal != int(syscall.SIGKILL) && o.Signal != int(syscall.SIGXCPU) || o.ExitCode != 128+o.Signal ||
-				res.ErrorKind != KindQuotaExceeded || o.LimitExceeded != limitCPU {
+				res.ErrorKind != ledger.KindQuotaExceeded || o.LimitExceeded != limitCPU {
 				t.Errorf("exit %d signal %d, %s: %s (limit %q), want a CPU limit kill", o.ExitCode, o.Signal, res.ErrorKind, res.Error, o.LimitExceeded)
 			}
 		})
@@ -181,7 +182,7 @@ ls /proc/$PPID/fd > /dev/null 2>&1 && echo listed
 exit 9
 `)
 	o := decode(t, res)
-	if o.ExitCode != 9 || res.ErrorKind != KindRuntimeFailure || o.Stdout != "" {
+	if o.ExitCode != 9 || res.ErrorKind != ledger.KindRuntimeFailure || o.Stdout != "" {
 		t.Errorf("exit %d, %s: %s, stdout %q (stderr %q): want the program's own exit 9, nothing written", o.ExitCode, res.ErrorKind, res.Error, o.Stdout, o.Stderr)
 	}
 }
@@ -207,7 +208,7 @@ func TestTierCFileSizeLimitStopsWrite(t *testing.T) {
 	tool := newTool(t, "C", interpreters, func(c *Config) { c.Limits = procinit.Limits{FileSize: 64 << 10} })
 	res := shCall(t, tool, "run-1", "exec dd if=/dev/zero of=big bs=1024 count=200\n")
 	if o := decode(t, res); o.ExitCode != 128+int(syscall.SIGXFSZ) || o.Signal != int(syscall.SIGXFSZ) ||
-		res.ErrorKind != KindQuotaExceeded || o.LimitExceeded != limitFileSize ||
+		res.ErrorKind != ledger.KindQuotaExceeded || o.LimitExceeded != limitFileSize ||
 		res.Error != "killed by SIGXFSZ: file size limit of 65536 bytes (rlimit_file_size) reached" {
 		t.Errorf("exit %d signal %d, %s: %s (%s), want SIGXFSZ, quota_exceeded", o.ExitCode, o.Signal, res.ErrorKind, res.Error, o.Stderr)
 	}
@@ -237,7 +238,7 @@ func TestTierCForkBombBounded(t *testing.T) {
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	o := decode(t, res)
 	t.Logf("started %d sleeps: %s", n, strings.TrimSpace(o.Stderr))
-	if res.ErrorKind != KindRuntimeFailure || n < 5 || n > 14 || !strings.Contains(o.Stderr, "fork") {
+	if res.ErrorKind != ledger.KindRuntimeFailure || n < 5 || n > 14 || !strings.Contains(o.Stderr, "fork") {
 		t.Errorf("%d sleeps under RLIMIT_NPROC 16 (bwrap's pid 1, the init's threads and sh count too); %s", n, res.ErrorKind)
 	}
 	waitNoSurvivors(t, m)
@@ -677,7 +678,7 @@ func TestTierCOfflineModesStayOffline(t *testing.T) {
 				"requested_egress_hosts": []string{"127.0.0.1"}})
 			res := tool.Run(context.Background(), call("run-1", string(b)))
 			o := decode(t, res)
-			if res.ErrorKind != KindRuntimeFailure || strings.Contains(o.Stdout, "reached") {
+			if res.ErrorKind != ledger.KindRuntimeFailure || strings.Contains(o.Stdout, "reached") {
 				t.Errorf("%s: %s, stdout %q stderr %q", mode, res.ErrorKind, o.Stdout, o.Stderr)
 			}
 			if len(res.Events) != 0 || res.Enforcement["seccomp"].(map[string]any)["allow_inet"] != false {
@@ -690,7 +691,7 @@ func TestTierCOfflineModesStayOffline(t *testing.T) {
 		pol := procinput.Policy{AllowedExecutables: []string{"curl"}, EgressMode: procinput.EgressStrict, EgressAllowlist: []string{"127.0.0.1"}}
 		tool := newTool(t, "B", pol)
 		b, _ := json.Marshal(map[string]any{"command": "curl", "args": []string{url}, "requested_egress_hosts": []string{"127.0.0.1"}})
-		if res := tool.Run(context.Background(), call("run-1", string(b))); res.ErrorKind != procinput.KindEgressDenied {
+		if res := tool.Run(context.Background(), call("run-1", string(b))); res.ErrorKind != ledger.KindEgressDenied {
 			t.Errorf("tier B strict: %q (%s), want egress_denied", res.ErrorKind, res.Error)
 		}
 	})

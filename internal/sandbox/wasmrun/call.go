@@ -15,6 +15,8 @@ import (
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/wasm/meter"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // callState is what a call allocates, in one piece.
@@ -89,7 +91,7 @@ func (t *Tool) execute(ctx context.Context, deadline time.Time, p *program, e en
 		}
 	}
 	if fuelErr != nil {
-		return t.failure(res, refuse(kindRuntimeFailure, "the fuel meter: %v", fuelErr), o, std, red)
+		return t.failure(res, refuse(ledger.KindRuntimeFailure, "the fuel meter: %v", fuelErr), o, std, red)
 	}
 	if o.err != nil {
 		return t.failure(res, classify(ctx, o), o, std, red)
@@ -132,7 +134,7 @@ func call(ctx context.Context, mod api.Module, e entry) ([]uint64, error) {
 func (t *Tool) output(e entry, results []uint64, std stdio, red callRedactor) (json.RawMessage, *callError) {
 	if e.abi == abiResult {
 		if len(results) == 0 { // proc_exit(0) instead of a return
-			return nil, refuse(kindRuntimeFailure, "the module exited without returning a result")
+			return nil, refuse(ledger.KindRuntimeFailure, "the module exited without returning a result")
 		}
 		n := int64(int32(uint32(results[0])))
 		if e.i64 {
@@ -141,11 +143,11 @@ func (t *Tool) output(e entry, results []uint64, std stdio, red callRedactor) (j
 		return json.RawMessage(`{"result":` + strconv.FormatInt(n, 10) + `}`), nil
 	}
 	if std.stdout.Truncated() {
-		return nil, refuse(kindQuotaExceeded, "output is %d bytes; the limit is %d", std.stdout.total, t.h.cfg.OutputLimit)
+		return nil, refuse(ledger.KindQuotaExceeded, "output is %d bytes; the limit is %d", std.stdout.total, t.h.cfg.OutputLimit)
 	}
 	b := bytes.TrimSpace(std.stdout.buf.Bytes())
 	if !isObject(b) {
-		return nil, refuse(kindRuntimeFailure, "output is not a JSON object: %q", clip(red.String(string(b)), 200))
+		return nil, refuse(ledger.KindRuntimeFailure, "output is not a JSON object: %q", clip(red.String(string(b)), 200))
 	}
 	return red.JSON(b), nil
 }
@@ -154,7 +156,7 @@ func (t *Tool) output(e entry, results []uint64, std stdio, red callRedactor) (j
 // the module wrote to stderr (redacted, bounded) and its exit code or
 // trap.
 func (t *Tool) failure(res executor.Result, ce *callError, o outcome, std stdio, red callRedactor) executor.Result {
-	res.ErrorKind, res.TimedOut = ce.kind, ce.kind == kindTimedOut
+	res.ErrorKind, res.TimedOut = ce.kind, ce.kind == ledger.KindTimedOut
 	res.Error = t.name + ": " + ce.msg
 	out := map[string]any{}
 	if std.stderr.total > 0 {
@@ -166,9 +168,9 @@ func (t *Tool) failure(res executor.Result, ce *callError, o outcome, std stdio,
 		out["stderr"], out["stderr_truncated"] = s, std.stderr.Truncated()
 		res.Error += "; stderr: " + clip(s, 512)
 	}
-	if exit, ok := o.err.(*sys.ExitError); ok && ce.kind == kindRuntimeFailure {
+	if exit, ok := o.err.(*sys.ExitError); ok && ce.kind == ledger.KindRuntimeFailure {
 		out["exit_code"] = exit.ExitCode()
-	} else if o.err != nil && ce.kind == kindRuntimeFailure {
+	} else if o.err != nil && ce.kind == ledger.KindRuntimeFailure {
 		out["trap"] = clip(o.err.Error(), 4096)
 	}
 	if len(out) > 0 {

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/execledger/execledger/executor"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 const testSecret = "s3cr3t-value-XYZ"
@@ -126,7 +128,7 @@ func TestSecretReadAndRedacted(t *testing.T) {
 	}
 
 	res = run(t, h, tool("fail"), `{}`)
-	wantKind(t, res, kindRuntimeFailure)
+	wantKind(t, res, ledger.KindRuntimeFailure)
 	var out struct{ Stderr string }
 	if json.Unmarshal(res.Output, &out); out.Stderr != `{"secret":"<redacted>"}` {
 		t.Errorf("stderr not redacted: %s", res.Output)
@@ -171,7 +173,7 @@ func TestUngrantedSecretRefused(t *testing.T) {
 		}
 	}
 	res := run(t, h, tool("print"), `{}`) // traps when refused
-	wantKind(t, res, kindRuntimeFailure, "unreachable")
+	wantKind(t, res, ledger.KindRuntimeFailure, "unreachable")
 	noSecret(t, res)
 }
 
@@ -330,7 +332,7 @@ func TestStorage(t *testing.T) {
 	}
 	commit(res)
 	wantOutput(t, run(t, h, tool("get"), `{}`), `{"result": 2}`)
-	for e, kind := range map[string]string{"put_trap": kindRuntimeFailure, "put_loop": kindQuotaExceeded} {
+	for e, kind := range map[string]ledger.ErrorKind{"put_trap": ledger.KindRuntimeFailure, "put_loop": ledger.KindQuotaExceeded} {
 		res := run(t, h, tool(e), `{}`)
 		wantKind(t, res, kind)
 		if len(res.StorageWrites) != 0 {

@@ -9,26 +9,19 @@ import (
 	"strings"
 
 	"github.com/tetratelabs/wazero/sys"
-)
 
-// Error kinds of the contract that tier A returns.
-const (
-	kindInvalidInput   = "invalid_input"
-	kindQuotaExceeded  = "quota_exceeded"
-	kindTimedOut       = "timed_out"
-	kindCancelled      = "cancelled"
-	kindRuntimeFailure = "runtime_failure"
+	"github.com/execledger/execledger/ledger"
 )
 
 // callError is a failure with its error kind.
 type callError struct {
-	kind string
+	kind ledger.ErrorKind
 	msg  string
 }
 
 func (e *callError) Error() string { return e.msg }
 
-func refuse(kind, format string, args ...any) *callError {
+func refuse(kind ledger.ErrorKind, format string, args ...any) *callError {
 	return &callError{kind: kind, msg: fmt.Sprintf(format, args...)}
 }
 
@@ -42,9 +35,9 @@ var errTimeout = errors.New("the call's timeout passed")
 func interrupted(ctx context.Context) *callError {
 	cause := context.Cause(ctx)
 	if ctx.Err() == nil || errors.Is(cause, errTimeout) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return refuse(kindTimedOut, "timed out")
+		return refuse(ledger.KindTimedOut, "timed out")
 	}
-	return refuse(kindCancelled, "cancelled")
+	return refuse(ledger.KindCancelled, "cancelled")
 }
 
 // outcome is how the module's code ended.
@@ -68,31 +61,31 @@ func classify(ctx context.Context, o outcome) *callError {
 		return interrupted(ctx)
 	}
 	if o.stopped { // its deadline passed before its context said so
-		return refuse(kindTimedOut, "timed out")
+		return refuse(ledger.KindTimedOut, "timed out")
 	}
 	outOfFuel := o.metered && o.fuelLeft < 0
 	if o.memRefused {
 		// The cause, whatever the module did next (a language runtime
 		// may spend its fuel reporting it).
-		ce := refuse(kindQuotaExceeded, "memory limit reached: %d pages (%d MiB)", o.memLimit, o.memLimit/16)
+		ce := refuse(ledger.KindQuotaExceeded, "memory limit reached: %d pages (%d MiB)", o.memLimit, o.memLimit/16)
 		if outOfFuel {
 			ce.msg += fmt.Sprintf(", then out of fuel (limit %d)", o.fuelLimit)
 		}
 		return ce
 	}
 	if outOfFuel {
-		return refuse(kindQuotaExceeded, "out of fuel: the limit is %d", o.fuelLimit)
+		return refuse(ledger.KindQuotaExceeded, "out of fuel: the limit is %d", o.fuelLimit)
 	}
 	var exit *sys.ExitError
 	if errors.As(o.err, &exit) {
-		return refuse(kindRuntimeFailure, "exited with code %d", exit.ExitCode())
+		return refuse(ledger.KindRuntimeFailure, "exited with code %d", exit.ExitCode())
 	}
 	msg := firstLine(o.err.Error())
 	if o.instantiate && !strings.HasPrefix(msg, "start ") {
 		// Linking, data or element segments: the module does not fit.
-		return refuse(kindInvalidInput, "instantiating the module: %s", msg)
+		return refuse(ledger.KindInvalidInput, "instantiating the module: %s", msg)
 	}
-	return refuse(kindRuntimeFailure, "trap: %s", msg)
+	return refuse(ledger.KindRuntimeFailure, "trap: %s", msg)
 }
 
 func firstLine(s string) string {

@@ -23,6 +23,8 @@ import (
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/wasm/meter"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // Memory of the modules that call host functions (hostCallWAT): an
@@ -349,10 +351,10 @@ func TestHostCallLoopsEnd(t *testing.T) {
 
 				res, took := runWithin(t, context.Background(), h, "acme.timeout", timeout+bound)
 				if exits {
-					wantKind(t, res, kindRuntimeFailure, "exited without returning a result")
+					wantKind(t, res, ledger.KindRuntimeFailure, "exited without returning a result")
 					continue
 				}
-				wantKind(t, res, kindTimedOut)
+				wantKind(t, res, ledger.KindTimedOut)
 				if !res.TimedOut || took < timeout {
 					t.Errorf("%s: TimedOut %v after %v", engine, res.TimedOut, took)
 				}
@@ -361,10 +363,10 @@ func TestHostCallLoopsEnd(t *testing.T) {
 				time.AfterFunc(cancel, stop)
 				res, _ = runWithin(t, ctx, h, "acme.cancel", cancel+bound)
 				stop()
-				wantKind(t, res, kindCancelled)
+				wantKind(t, res, ledger.KindCancelled)
 
 				res, _ = runWithin(t, context.Background(), h, "acme.fuel", 4*bound) // http_request's 256 requests first
-				wantKind(t, res, kindQuotaExceeded, fmt.Sprintf("out of fuel: the limit is %d", fuel))
+				wantKind(t, res, ledger.KindQuotaExceeded, fmt.Sprintf("out of fuel: the limit is %d", fuel))
 				if res.Resources["fuel_used"] != fuel {
 					t.Errorf("%s: fuel used %d, want the limit %d", engine, res.Resources["fuel_used"], fuel)
 				}
@@ -390,7 +392,7 @@ func TestHostWaitEndsWithTheCall(t *testing.T) {
 			"acme.cancel":  {Entrypoint: "forever", Timeout: time.Minute},
 		})
 		res, took := runWithin(t, context.Background(), h, "acme.timeout", 300*time.Millisecond+hostCallBound)
-		wantKind(t, res, kindTimedOut)
+		wantKind(t, res, ledger.KindTimedOut)
 		if took < 300*time.Millisecond || len(res.Events) != 1 || res.Events[0].Payload.(map[string]any)["outcome"] != "timed_out" {
 			t.Errorf("%s: ended after %v with %d events, the first %v", engine, took, len(res.Events), res.Events[:min(1, len(res.Events))])
 		}
@@ -398,7 +400,7 @@ func TestHostWaitEndsWithTheCall(t *testing.T) {
 		time.AfterFunc(100*time.Millisecond, stop)
 		res, took = runWithin(t, ctx, h, "acme.cancel", 100*time.Millisecond+hostCallBound)
 		stop()
-		wantKind(t, res, kindCancelled)
+		wantKind(t, res, ledger.KindCancelled)
 		t.Logf("%s: cancelled after 100 ms, ended after %v", engine, took)
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // Inspection is what tier A makes of a module without running it.
@@ -120,7 +122,7 @@ func Inspect(ctx context.Context, cfg Config, wasm []byte, entrypoint string) (I
 // one tool runs, and needs a module that validated.
 func (in Inspection) CheckEntrypoint(name string) error {
 	if !in.validated {
-		return refuse(kindInvalidInput, "the module did not validate: it has no entrypoints")
+		return refuse(ledger.KindInvalidInput, "the module did not validate: it has no entrypoints")
 	}
 	_, err := (&program{exports: in.exports}).entry(name)
 	return err
@@ -135,10 +137,10 @@ func (in *Inspection) validate(ctx context.Context, wasm []byte) error {
 	compiled, err := rt.CompileModule(ctx, wasm)
 	in.Validate = time.Since(began)
 	if err != nil {
-		return refuse(kindInvalidInput, "compiling the module: %v", err)
+		return refuse(ledger.KindInvalidInput, "compiling the module: %v", err)
 	}
 	if in.ExportCount, err = exportCount(wasm); err != nil {
-		return refuse(kindInvalidInput, "module: %v", err)
+		return refuse(ledger.KindInvalidInput, "module: %v", err)
 	}
 	// Definitions are plain data: they outlive the runtime.
 	in.validated, in.exports = true, compiled.ExportedFunctions()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/wasm/meter"
+	"github.com/execledger/execledger/ledger"
 )
 
 // buildDir holds the modules the tests build: WAT files through wat2wasm
@@ -186,7 +187,7 @@ func pluginCall(wasm []byte, entrypoint, input string) string {
 
 // wantKind fails unless res ended with kind and its error holds each of
 // parts.
-func wantKind(tb testing.TB, res executor.Result, kind string, parts ...string) {
+func wantKind(tb testing.TB, res executor.Result, kind ledger.ErrorKind, parts ...string) {
 	tb.Helper()
 	if res.ErrorKind != kind {
 		tb.Fatalf("error kind %q (%s), want %q; output %s", res.ErrorKind, res.Error, kind, res.Output)

@@ -65,7 +65,7 @@ func Replay(ctx context.Context, cfg Config, toolID string, input json.RawMessag
 	if len(res.Events) > 0 { // granted nothing, so it cannot happen
 		return Replayed{}, fmt.Errorf("wasmrun: replay: %s: %w: the call recorded events", toolID, ErrNotReplayable)
 	}
-	r := Replayed{Output: res.Output, ErrorKind: res.ErrorKind, Error: res.Error, ModuleDigest: t.prog.digest}
+	r := Replayed{Output: res.Output, ErrorKind: string(res.ErrorKind), Error: res.Error, ModuleDigest: t.prog.digest}
 	if len(r.Output) > 0 {
 		// As the executor stores and attests it (executor.StoredOutput).
 		if r.Output, err = executor.StoredOutput(r.Output); err != nil {

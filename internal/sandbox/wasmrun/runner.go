@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sys/cpu"
 
 	wasmmeter "github.com/execledger/execledger/internal/wasm/meter"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // hostModulesFunc instantiates host modules in a runtime and returns
@@ -145,25 +147,25 @@ type program struct {
 // limit. Nothing of the module runs.
 func (r *runner) compile(ctx context.Context, wasm []byte, digest string, fuel int64) (*program, error) {
 	if len(wasm) > r.cfg.MaxModuleBytes {
-		return nil, refuse(kindInvalidInput, "module is %d bytes; the limit is %d", len(wasm), r.cfg.MaxModuleBytes)
+		return nil, refuse(ledger.KindInvalidInput, "module is %d bytes; the limit is %d", len(wasm), r.cfg.MaxModuleBytes)
 	}
 	began := time.Now()
 	bounded, err := boundTables(wasm, r.cfg.TableLimit)
 	if err != nil {
 		if isTableLimit(err) {
-			return nil, refuse(kindQuotaExceeded, "%v", err)
+			return nil, refuse(ledger.KindQuotaExceeded, "%v", err)
 		}
-		return nil, refuse(kindInvalidInput, "module: %v", err)
+		return nil, refuse(ledger.KindInvalidInput, "module: %v", err)
 	}
 	inst, err := r.meter.instrument(bounded, fuel)
 	if err != nil {
-		return nil, refuse(kindInvalidInput, "instrumenting the module for fuel: %v", err)
+		return nil, refuse(ledger.KindInvalidInput, "instrumenting the module for fuel: %v", err)
 	}
 	instrumented := time.Now()
 	r.compiles.Add(1)
 	compiled, err := r.rt.CompileModule(ctx, inst)
 	if err != nil {
-		return nil, refuse(kindInvalidInput, "compiling the module: %v", err)
+		return nil, refuse(ledger.KindInvalidInput, "compiling the module: %v", err)
 	}
 	p := &program{compiled: compiled, digest: digest, instDigest: sha256Digest(inst), size: len(wasm),
 		exports: compiled.ExportedFunctions(), instrumentTime: instrumented.Sub(began), compileTime: time.Since(instrumented)}
@@ -198,14 +200,14 @@ func (r *runner) checkImports(compiled wazero.CompiledModule, wasm []byte) ([]st
 	}
 	others, err := otherImports(wasm)
 	if err != nil {
-		return nil, refuse(kindInvalidInput, "module: %v", err)
+		return nil, refuse(ledger.KindInvalidInput, "module: %v", err)
 	}
 	bad = append(bad, others...) // no host module provides tables, memories, globals or tags
 	if len(bad) > 0 {
 		if len(bad) > 8 {
 			bad = append(bad[:8], fmt.Sprintf("and %d more", len(bad)-8))
 		}
-		return nil, refuse(kindInvalidInput, "the module imports what tier A does not provide: %s", strings.Join(bad, ", "))
+		return nil, refuse(ledger.KindInvalidInput, "the module imports what tier A does not provide: %s", strings.Join(bad, ", "))
 	}
 	out := make([]string, 0, len(hosts))
 	for h := range hosts {
@@ -220,11 +222,11 @@ func (r *runner) checkImports(compiled wazero.CompiledModule, wasm []byte) ([]st
 func (r *runner) checkMemory(wasm []byte) error {
 	mins, err := memoryMins(wasm)
 	if err != nil {
-		return refuse(kindInvalidInput, "module: %v", err)
+		return refuse(ledger.KindInvalidInput, "module: %v", err)
 	}
 	for i, m := range mins {
 		if m > r.cfg.MemoryLimitPages {
-			return refuse(kindQuotaExceeded, "memory %d starts at %d pages; the limit is %d pages (%d MiB)",
+			return refuse(ledger.KindQuotaExceeded, "memory %d starts at %d pages; the limit is %d pages (%d MiB)",
 				i, m, r.cfg.MemoryLimitPages, r.cfg.MemoryLimitPages/16)
 		}
 	}
@@ -268,23 +270,23 @@ func (p *program) entry(name string) (entry, error) {
 	}
 	def, ok := p.exports[name]
 	if !ok || strings.HasPrefix(name, wasmmeter.ReservedPrefix) {
-		return entry{}, refuse(kindInvalidInput, "the module exports no function %q", name)
+		return entry{}, refuse(ledger.KindInvalidInput, "the module exports no function %q", name)
 	}
 	_, start := p.exports[wasmmeter.StartExport]
 	e := entry{name: name, start: start}
 	switch res := def.ResultTypes(); {
 	case len(def.ParamTypes()) > 0 || len(res) > 1:
-		return entry{}, refuse(kindInvalidInput, "entrypoint %q has type %s; want () -> i32 or () -> ()", name, signature(def))
+		return entry{}, refuse(ledger.KindInvalidInput, "entrypoint %q has type %s; want () -> i32 or () -> ()", name, signature(def))
 	case len(res) == 0:
 		e.abi = abiCommand
 	case res[0] == api.ValueTypeI32 || res[0] == api.ValueTypeI64:
 		e.abi, e.i64 = abiResult, res[0] == api.ValueTypeI64
 	default:
-		return entry{}, refuse(kindInvalidInput, "entrypoint %q has type %s; want () -> i32 or () -> ()", name, signature(def))
+		return entry{}, refuse(ledger.KindInvalidInput, "entrypoint %q has type %s; want () -> i32 or () -> ()", name, signature(def))
 	}
 	if init, ok := p.exports["_initialize"]; ok && name != "_start" {
 		if len(init.ParamTypes()) > 0 || len(init.ResultTypes()) > 0 {
-			return entry{}, refuse(kindInvalidInput, "_initialize has type %s; want () -> ()", signature(init))
+			return entry{}, refuse(ledger.KindInvalidInput, "_initialize has type %s; want () -> ()", signature(init))
 		}
 		e.initialize = true
 	}

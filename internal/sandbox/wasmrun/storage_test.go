@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/execledger/execledger/executor"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // storageHost registers caps_storage's entrypoints, granted prefix
@@ -92,14 +94,14 @@ func TestStorageWritesOfAnInterruptedCall(t *testing.T) {
 	t.Parallel()
 	h := storageHost(t, 1<<60, 200*time.Millisecond, "put_loop")
 	res := run(t, h, tool("put_loop"), `{}`)
-	wantKind(t, res, kindTimedOut)
+	wantKind(t, res, ledger.KindTimedOut)
 	if len(res.StorageWrites) != 0 {
 		t.Errorf("a timed-out call's writes %+v", res.StorageWrites)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	res = runCtx(t, ctx, h, tool("put_loop"), `{}`)
-	wantKind(t, res, kindCancelled)
+	wantKind(t, res, ledger.KindCancelled)
 	if len(res.StorageWrites) != 0 {
 		t.Errorf("a cancelled call's writes %+v", res.StorageWrites)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/execledger/execledger/executor"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // Tool runs WebAssembly modules in tier A: a registered skill's module,
@@ -64,19 +65,31 @@ func (t *Tool) SafeToRepeat() bool {
 // "interpreter".
 func (t *Tool) Engine() string { return t.run.engine }
 
-// Validate checks the input: a JSON object for a registered skill;
-// plugin.run's object (see parsePlugin) otherwise.
-func (t *Tool) Validate(input json.RawMessage) error {
+// prepared is what Prepare hands Run: plugin.run's parsed input.
+type prepared struct{ plugin *plugin }
+
+// Prepare checks the input: a JSON object for a registered skill;
+// plugin.run's object (see parsePlugin) otherwise, which Run gets parsed.
+func (t *Tool) Prepare(_ context.Context, call executor.Call) (any, error) {
+	p, ce := t.prepare(call.Input)
+	if ce != nil {
+		return nil, &executor.Refusal{Kind: ce.kind, Message: t.name + ": " + ce.msg}
+	}
+	return p, nil
+}
+
+func (t *Tool) prepare(input json.RawMessage) (prepared, *callError) {
 	if t.cache != nil {
-		if _, err := t.parsePlugin(input); err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
+		in, err := t.parsePlugin(input)
+		if err != nil {
+			return prepared{}, refuse(ledger.KindInvalidInput, "%v", err)
 		}
-		return nil
+		return prepared{plugin: in}, nil
 	}
 	if !isObject(input) {
-		return fmt.Errorf("%s: input is not a JSON object", t.name)
+		return prepared{}, refuse(ledger.KindInvalidInput, "input is not a JSON object")
 	}
-	return nil
+	return prepared{}, nil
 }
 
 // Run runs one call in a fresh instance, closed after it. It waits for an
@@ -84,11 +97,15 @@ func (t *Tool) Validate(input json.RawMessage) error {
 // timeout is not a context of its own: a yield of the running module, or
 // a host function, checks it (see execute).
 func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
-	if t.cache != nil {
-		return t.runPlugin(ctx, call.Input)
+	p, ok := call.Prepared.(prepared)
+	if !ok {
+		var ce *callError
+		if p, ce = t.prepare(call.Input); ce != nil {
+			return t.failed(ce, nil)
+		}
 	}
-	if !isObject(call.Input) {
-		return t.failed(refuse(kindInvalidInput, "input is not a JSON object"), nil)
+	if t.cache != nil {
+		return t.runPlugin(ctx, p.plugin)
 	}
 	if err := t.h.acquire(ctx); err != nil {
 		return t.failed(err, nil)
@@ -99,11 +116,7 @@ func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
 
 // runPlugin runs plugin.run: the module is compiled (or found in the
 // cache) while the call holds its slot, within its timeout.
-func (t *Tool) runPlugin(ctx context.Context, input json.RawMessage) executor.Result {
-	in, err := t.parsePlugin(input)
-	if err != nil {
-		return t.failed(refuse(kindInvalidInput, "%v", err), nil)
-	}
+func (t *Tool) runPlugin(ctx context.Context, in *plugin) executor.Result {
 	enf := map[string]any{"module_digest": in.digest}
 	if err := t.h.acquire(ctx); err != nil {
 		return t.failed(err, enf)
@@ -131,9 +144,9 @@ func (t *Tool) runPlugin(ctx context.Context, input json.RawMessage) executor.Re
 func (t *Tool) failed(err error, enf map[string]any) executor.Result {
 	var ce *callError
 	if !errors.As(err, &ce) {
-		ce = refuse(kindRuntimeFailure, "%v", err)
+		ce = refuse(ledger.KindRuntimeFailure, "%v", err)
 	}
-	res := executor.Result{ErrorKind: ce.kind, Error: t.name + ": " + ce.msg, TimedOut: ce.kind == kindTimedOut,
+	res := executor.Result{ErrorKind: ce.kind, Error: t.name + ": " + ce.msg, TimedOut: ce.kind == ledger.KindTimedOut,
 		Enforcement: maps.Clone(t.enf)}
 	maps.Copy(res.Enforcement, enf)
 	return res

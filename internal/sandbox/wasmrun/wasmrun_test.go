@@ -13,6 +13,8 @@ import (
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/redact"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 func TestEchoSkillRoundTripsJSON(t *testing.T) {
@@ -114,7 +116,7 @@ func TestEchoSkillFailures(t *testing.T) {
 		OutputLimit: 1 << 10, MemoryLimitPages: 256, CacheDir: cacheDir()})
 	t.Run("exit code", func(t *testing.T) {
 		res := run(t, h, "acme.echo", `{"exit": 3, "stderr": "it went wrong password=hunter22"}`)
-		wantKind(t, res, kindRuntimeFailure, "exited with code 3", "it went wrong")
+		wantKind(t, res, ledger.KindRuntimeFailure, "exited with code 3", "it went wrong")
 		if strings.Contains(res.Error, "hunter22") || strings.Contains(string(res.Output), "hunter22") {
 			t.Errorf("stderr not redacted: %s / %s", res.Error, res.Output)
 		}
@@ -126,30 +128,30 @@ func TestEchoSkillFailures(t *testing.T) {
 	})
 	t.Run("panic", func(t *testing.T) {
 		res := run(t, h, "acme.echo", `{"panic": "boom"}`)
-		wantKind(t, res, kindRuntimeFailure, "exited with code 2", "panic: boom")
+		wantKind(t, res, ledger.KindRuntimeFailure, "exited with code 2", "panic: boom")
 	})
 	t.Run("not an object", func(t *testing.T) {
 		res := run(t, h, "acme.echo", `{"raw": "[1, 2]"}`)
-		wantKind(t, res, kindRuntimeFailure, "not a JSON object")
+		wantKind(t, res, ledger.KindRuntimeFailure, "not a JSON object")
 		res = run(t, h, "acme.echo", `{"raw": "{\"a\": 1} trailing"}`)
-		wantKind(t, res, kindRuntimeFailure, "not a JSON object")
+		wantKind(t, res, ledger.KindRuntimeFailure, "not a JSON object")
 	})
 	t.Run("output too large", func(t *testing.T) {
 		res := run(t, h, "acme.echo", fmt.Sprintf(`{"raw": "{\"a\": \"%s\"}"}`, strings.Repeat("x", 2000)))
-		wantKind(t, res, kindQuotaExceeded, "output is 2009 bytes; the limit is 1024")
+		wantKind(t, res, ledger.KindQuotaExceeded, "output is 2009 bytes; the limit is 1024")
 	})
 	t.Run("out of memory", func(t *testing.T) {
 		res := run(t, h, "acme.echo", `{"alloc_mb": 64}`)
-		wantKind(t, res, kindQuotaExceeded, "memory limit reached: 256 pages")
+		wantKind(t, res, ledger.KindQuotaExceeded, "memory limit reached: 256 pages")
 		if p := res.Resources["memory_pages_peak"]; p > 256 || p == 0 {
 			t.Errorf("memory_pages_peak %d", p)
 		}
 	})
 	t.Run("input not an object", func(t *testing.T) {
-		if err := h.Tool("acme.echo").Validate(json.RawMessage(`[1]`)); err == nil {
-			t.Error("Validate took an array")
+		if _, err := h.Tool("acme.echo").Prepare(context.Background(), executor.Call{Input: json.RawMessage(`[1]`)}); err == nil {
+			t.Error("Prepare took an array")
 		}
-		wantKind(t, run(t, h, "acme.echo", `"x"`), kindInvalidInput, "not a JSON object")
+		wantKind(t, run(t, h, "acme.echo", `"x"`), ledger.KindInvalidInput, "not a JSON object")
 	})
 }
 
@@ -174,7 +176,7 @@ func TestCommandOutputMustBeAnObject(t *testing.T) {
 	t.Parallel()
 	h := host(t, Config{AllowInline: true})
 	res := run(t, h, PluginTool, pluginCall(wat(t, "stdout"), "", ""))
-	wantKind(t, res, kindRuntimeFailure, `output is not a JSON object: "not json"`)
+	wantKind(t, res, ledger.KindRuntimeFailure, `output is not a JSON object: "not json"`)
 	if res.Enforcement["abi"] != abiCommand || fmt.Sprint(res.Enforcement["host_modules"]) != "[wasi_snapshot_preview1]" {
 		t.Errorf("enforcement %v", res.Enforcement)
 	}
@@ -184,9 +186,9 @@ func TestEntrypoints(t *testing.T) {
 	t.Parallel()
 	h := host(t, Config{AllowInline: true})
 	wantOutput(t, run(t, h, PluginTool, pluginCall(wat(t, "grow"), "handled", "")), `{"result": -1}`)
-	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "answer"), "missing", "")), kindInvalidInput, `no function "missing"`)
-	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "wrong_entry"), "", "")), kindInvalidInput, `entrypoint "run" has type (i32) -> (i32)`)
-	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "exit"), "", "")), kindRuntimeFailure, "exited without returning a result")
+	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "answer"), "missing", "")), ledger.KindInvalidInput, `no function "missing"`)
+	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "wrong_entry"), "", "")), ledger.KindInvalidInput, `entrypoint "run" has type (i32) -> (i32)`)
+	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "exit"), "", "")), ledger.KindRuntimeFailure, "exited without returning a result")
 	_, err := New(context.Background(), Config{Modules: []Module{module(t, "acme.wrong", wat(t, "wrong_entry"))}})
 	if err == nil || !strings.Contains(err.Error(), "acme.wrong") {
 		t.Errorf("New took a module without a usable entrypoint: %v", err)
@@ -199,7 +201,7 @@ func TestInfiniteLoopTimesOutWithoutFuel(t *testing.T) {
 	m.Timeout = 200 * time.Millisecond
 	h := hostWith(t, Config{Modules: []Module{m}}, unmetered{})
 	res := run(t, h, "acme.loop", `{}`)
-	wantKind(t, res, kindTimedOut)
+	wantKind(t, res, ledger.KindTimedOut)
 	if !res.TimedOut || res.Resources["wall_ms"] < 200 {
 		t.Errorf("TimedOut %v after %d ms", res.TimedOut, res.Resources["wall_ms"])
 	}
@@ -209,7 +211,7 @@ func TestInfiniteLoopTimesOutWithoutFuel(t *testing.T) {
 	// The executor's deadline counts too.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	wantKind(t, runCtx(t, ctx, h, "acme.loop", `{}`), kindTimedOut)
+	wantKind(t, runCtx(t, ctx, h, "acme.loop", `{}`), ledger.KindTimedOut)
 }
 
 func TestInfiniteLoopRunsOutOfFuel(t *testing.T) {
@@ -219,7 +221,7 @@ func TestInfiniteLoopRunsOutOfFuel(t *testing.T) {
 		m.FuelLimit = 1_000_000
 		h := host(t, Config{Engine: engine, Modules: []Module{m}})
 		res := run(t, h, "acme.loop", `{}`)
-		wantKind(t, res, kindQuotaExceeded, "out of fuel: the limit is 1000000")
+		wantKind(t, res, ledger.KindQuotaExceeded, "out of fuel: the limit is 1000000")
 		if res.Resources["fuel_used"] != 1_000_000 || res.Resources["fuel_limit"] != 1_000_000 ||
 			res.Enforcement["fuel_limit"] != int64(1_000_000) || res.Enforcement["instrumented_digest"] == nil {
 			t.Errorf("%s: resources %v, enforcement %v", engine, res.Resources, res.Enforcement)
@@ -254,7 +256,7 @@ func TestCancelledCall(t *testing.T) {
 	h := hostWith(t, Config{Modules: []Module{module(t, "acme.loop", wat(t, "loop"))}}, unmetered{})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	wantKind(t, runCtx(t, ctx, h, "acme.loop", `{}`), kindCancelled)
+	wantKind(t, runCtx(t, ctx, h, "acme.loop", `{}`), ledger.KindCancelled)
 }
 
 // TestOutOfFuel classifies fuel running out, with a module that counts
@@ -266,7 +268,7 @@ func TestOutOfFuel(t *testing.T) {
 	forever.FuelLimit, finite.FuelLimit = 5000, 5000 // as the module starts with
 	h := hostWith(t, Config{Modules: []Module{forever, finite}}, globalFuel{})
 	res := run(t, h, "acme.fuel", `{}`)
-	wantKind(t, res, kindQuotaExceeded, "out of fuel")
+	wantKind(t, res, ledger.KindQuotaExceeded, "out of fuel")
 	if res.Resources["fuel_used"] != 5000 || res.Resources["fuel_limit"] != 5000 || res.Enforcement["fuel_limit"] != int64(5000) {
 		t.Errorf("resources %v, enforcement fuel_limit %v", res.Resources, res.Enforcement["fuel_limit"])
 	}
@@ -296,12 +298,12 @@ func TestMemoryLimit(t *testing.T) {
 	h := host(t, Config{AllowInline: true})
 	grow := wat(t, "grow")
 	res := run(t, h, PluginTool, pluginCall(grow, "", ""))
-	wantKind(t, res, kindQuotaExceeded, "memory limit reached: 1024 pages (64 MiB)")
+	wantKind(t, res, ledger.KindQuotaExceeded, "memory limit reached: 1024 pages (64 MiB)")
 	if res.Resources["memory_pages_peak"] != 1024 {
 		t.Errorf("memory_pages_peak %d", res.Resources["memory_pages_peak"])
 	}
 	res = run(t, h, PluginTool, pluginCall(grow, "once", ""))
-	wantKind(t, res, kindQuotaExceeded, "memory limit reached")
+	wantKind(t, res, ledger.KindQuotaExceeded, "memory limit reached")
 	if res.Resources["memory_pages_peak"] != 1 {
 		t.Errorf("memory_pages_peak %d", res.Resources["memory_pages_peak"])
 	}
@@ -311,7 +313,7 @@ func TestMemoryLimit(t *testing.T) {
 	// limit.
 	wantOutput(t, run(t, h, PluginTool, pluginCall(wat(t, "grow_declared"), "", "")), `{"result": -1}`)
 	// A memory starting above the limit never runs.
-	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "big_memory"), "", "")), kindQuotaExceeded, "starts at 2000 pages; the limit is 1024")
+	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "big_memory"), "", "")), ledger.KindQuotaExceeded, "starts at 2000 pages; the limit is 1024")
 	_, err := New(context.Background(), Config{Modules: []Module{module(t, "acme.big", wat(t, "big_memory"))}})
 	if err == nil || !strings.Contains(err.Error(), "starts at 2000 pages") {
 		t.Errorf("New: %v", err)
@@ -323,9 +325,9 @@ func TestTableLimit(t *testing.T) {
 	tg := wat(t, "table_grow")
 	// Metered, growing by 2^31 elements costs 2^31 fuel.
 	h := host(t, Config{AllowInline: true})
-	wantKind(t, run(t, h, PluginTool, pluginCall(tg, "", "")), kindQuotaExceeded, "out of fuel")
+	wantKind(t, run(t, h, PluginTool, pluginCall(tg, "", "")), ledger.KindQuotaExceeded, "out of fuel")
 	wantOutput(t, run(t, h, PluginTool, pluginCall(tg, "small", "")), `{"result": 1}`)
-	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "big_table"), "", "")), kindQuotaExceeded, "200000 elements; the limit is 100000")
+	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "big_table"), "", "")), ledger.KindQuotaExceeded, "200000 elements; the limit is 100000")
 	// Unmetered (or with fuel to spare), the table limit refuses it.
 	h = hostWith(t, Config{AllowInline: true}, unmetered{})
 	wantOutput(t, run(t, h, PluginTool, pluginCall(tg, "", "")), `{"result": -1}`)
@@ -336,13 +338,13 @@ func TestTrapIsRuntimeFailure(t *testing.T) {
 	t.Parallel()
 	h := host(t, Config{Modules: []Module{module(t, "acme.trap", wat(t, "trap"))}, AllowInline: true})
 	res := run(t, h, "acme.trap", `{}`)
-	wantKind(t, res, kindRuntimeFailure, "trap: wasm error: integer divide by zero")
+	wantKind(t, res, ledger.KindRuntimeFailure, "trap: wasm error: integer divide by zero")
 	var out map[string]string
 	json.Unmarshal(res.Output, &out)
 	if !strings.Contains(out["trap"], "wasm stack trace") {
 		t.Errorf("output %s", res.Output)
 	}
-	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "trap"), "unreachable", "")), kindRuntimeFailure, "trap: wasm error: unreachable")
+	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "trap"), "unreachable", "")), ledger.KindRuntimeFailure, "trap: wasm error: unreachable")
 }
 
 func TestUngrantedImportsRefusedBeforeRunning(t *testing.T) {
@@ -351,17 +353,17 @@ func TestUngrantedImportsRefusedBeforeRunning(t *testing.T) {
 	cfg := Config{AllowInline: true, hostModules: th.modules}
 	h := host(t, cfg)
 	res := run(t, h, PluginTool, pluginCall(wat(t, "unknown_import"), "", ""))
-	wantKind(t, res, kindInvalidInput, "function env.launch_missiles")
+	wantKind(t, res, ledger.KindInvalidInput, "function env.launch_missiles")
 	if n, _, _ := th.counts(); n != 0 {
 		t.Errorf("the module's start function ran %d times", n)
 	}
-	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "import_memory"), "", "")), kindInvalidInput, "memory env.memory")
-	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "bad_wasi_type"), "", "")), kindInvalidInput,
+	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "import_memory"), "", "")), ledger.KindInvalidInput, "memory env.memory")
+	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "bad_wasi_type"), "", "")), ledger.KindInvalidInput,
 		"function wasi_snapshot_preview1.proc_exit with type (i64) -> () (the host's is (i32) -> ())")
 
 	// Without the tests' host module, importing it is refused too.
 	wantKind(t, run(t, host(t, Config{AllowInline: true}), PluginTool, pluginCall(wat(t, "count"), "", "")),
-		kindInvalidInput, "function execledger_test.count")
+		ledger.KindInvalidInput, "function execledger_test.count")
 
 	cfg.Modules = []Module{module(t, "acme.missiles", wat(t, "unknown_import"))}
 	_, err := newHost(context.Background(), cfg, newMeter())
@@ -458,21 +460,21 @@ func TestPluginInputValidation(t *testing.T) {
 		"too large":       pluginCall(big, "", ""),
 		"long entrypoint": pluginCall(wasmMagic, strings.Repeat("x", 300), ""),
 	} {
-		if err := tool.Validate(json.RawMessage(in)); err == nil || !strings.HasPrefix(err.Error(), "plugin.run: ") {
-			t.Errorf("%s: Validate: %v", name, err)
+		if _, err := tool.Prepare(context.Background(), executor.Call{Input: json.RawMessage(in)}); err == nil || !strings.HasPrefix(err.Error(), "plugin.run: ") {
+			t.Errorf("%s: Prepare: %v", name, err)
 		}
-		wantKind(t, run(t, h, PluginTool, in), kindInvalidInput)
+		wantKind(t, run(t, h, PluginTool, in), ledger.KindInvalidInput)
 	}
 	res := run(t, h, PluginTool, pluginCall(big, "", ""))
-	wantKind(t, res, kindInvalidInput, "module is about 102 bytes; the limit is 64")
-	if err := tool.Validate(json.RawMessage(pluginCall(wat(t, "answer"), "", `{"a": 1}`))); err != nil {
-		t.Errorf("Validate: %v", err)
+	wantKind(t, res, ledger.KindInvalidInput, "module is about 102 bytes; the limit is 64")
+	if _, err := tool.Prepare(context.Background(), executor.Call{Input: json.RawMessage(pluginCall(wat(t, "answer"), "", `{"a": 1}`))}); err != nil {
+		t.Errorf("Prepare: %v", err)
 	}
 	// A module that does not compile.
 	wantKind(t, run(t, h, PluginTool, pluginCall(append(append([]byte{}, wasmMagic...), 0x01, 0x05, 0x01), "", "")),
-		kindInvalidInput, "malformed WebAssembly binary: section 1 at offset 8 runs past the end")
+		ledger.KindInvalidInput, "malformed WebAssembly binary: section 1 at offset 8 runs past the end")
 	wantKind(t, run(t, h, PluginTool, pluginCall(append(append([]byte{}, wasmMagic...), 0x01, 0x01, 0x01), "", "")),
-		kindInvalidInput, "malformed")
+		ledger.KindInvalidInput, "malformed")
 }
 
 func TestModuleSizeCap(t *testing.T) {
@@ -482,7 +484,7 @@ func TestModuleSizeCap(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 	h := host(t, Config{AllowInline: true, MaxModuleBytes: 32})
-	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "grow"), "", "")), kindInvalidInput, "the limit is 32")
+	wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "grow"), "", "")), ledger.KindInvalidInput, "the limit is 32")
 }
 
 func TestEachModuleCompiledOnce(t *testing.T) {
@@ -508,7 +510,7 @@ func TestEachModuleCompiledOnce(t *testing.T) {
 	// A failure is remembered too.
 	bad := pluginCall(wat(t, "unknown_import"), "", "")
 	for range 3 {
-		wantKind(t, run(t, h, PluginTool, bad), kindInvalidInput)
+		wantKind(t, run(t, h, PluginTool, bad), ledger.KindInvalidInput)
 	}
 	if n := plug.run.compiles.Load(); n != 2 {
 		t.Fatalf("compiled %d times", n)
@@ -580,7 +582,7 @@ func TestConcurrencyCap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	res := runCtx(t, ctx, h, "acme.count", `{}`)
-	wantKind(t, res, kindTimedOut)
+	wantKind(t, res, ledger.KindTimedOut)
 	if n, _, _ := th.counts(); n != 0 {
 		t.Fatalf("a call ran without a slot")
 	}
@@ -640,7 +642,7 @@ func TestWaitingForSlotEndsWithContext(t *testing.T) {
 	eventually(t, "the first call to hold the slot", func() bool { return h.running.Load() == 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	wantKind(t, runCtx(t, ctx, h, "acme.block", `{}`), kindCancelled)
+	wantKind(t, runCtx(t, ctx, h, "acme.block", `{}`), ledger.KindCancelled)
 	close(th.release)
 	wantOutput(t, <-first, `{"result": 1}`)
 }

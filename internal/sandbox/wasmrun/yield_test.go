@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // TestMeteredCallsStopOnTime: with fuel for hours, a metered call still
@@ -18,13 +20,13 @@ func TestMeteredCallsStopOnTime(t *testing.T) {
 		m.FuelLimit, m.Timeout = 1<<60, 200*time.Millisecond
 		h := host(t, Config{Engine: engine, Modules: []Module{m}})
 		res := run(t, h, "acme.loop", `{}`)
-		wantKind(t, res, kindTimedOut)
+		wantKind(t, res, ledger.KindTimedOut)
 		if used := res.Resources["fuel_used"]; !res.TimedOut || res.Resources["wall_ms"] < 200 || used <= 0 || used >= 1<<60 {
 			t.Errorf("%s: TimedOut %v after %d ms, fuel used %d", engine, res.TimedOut, res.Resources["wall_ms"], used)
 		}
 
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		wantKind(t, runCtx(t, ctx, h, "acme.loop", `{}`), kindTimedOut)
+		wantKind(t, runCtx(t, ctx, h, "acme.loop", `{}`), ledger.KindTimedOut)
 		cancel()
 
 		ctx, cancel = context.WithCancel(context.Background())
@@ -33,7 +35,7 @@ func TestMeteredCallsStopOnTime(t *testing.T) {
 		// The kind says cancellation ended it, not the module's 200 ms
 		// timeout; the bound only catches a call that ignores it for long
 		// (a loaded CI machine once took 204 ms).
-		wantKind(t, res, kindCancelled)
+		wantKind(t, res, ledger.KindCancelled)
 		if res.Resources["wall_ms"] > 1000 {
 			t.Errorf("%s: cancelled after 50 ms, ended after %d ms", engine, res.Resources["wall_ms"])
 		}
@@ -56,10 +58,10 @@ func TestStartFunction(t *testing.T) {
 		if res.Resources["fuel_used"] != 7 {
 			t.Errorf("%s: fuel used %d, want 7: the start function's 5 and run's 2", engine, res.Resources["fuel_used"])
 		}
-		wantKind(t, run(t, h, "acme.startloop", `{}`), kindTimedOut)
+		wantKind(t, run(t, h, "acme.startloop", `{}`), ledger.KindTimedOut)
 		// Not an entrypoint a caller may name.
 		wantKind(t, run(t, h, PluginTool, pluginCall(wat(t, "start_set"), "__execledger_start", "")),
-			kindInvalidInput, `exports no function "__execledger_start"`)
+			ledger.KindInvalidInput, `exports no function "__execledger_start"`)
 	}
 }
 
@@ -81,7 +83,7 @@ func TestLongCallDoesNotHoldUpTheProcess(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		wantKind(t, runCtx(t, ctx, h, "acme.loop", `{}`), kindCancelled)
+		wantKind(t, runCtx(t, ctx, h, "acme.loop", `{}`), ledger.KindCancelled)
 	}()
 	for h.running.Load() == 0 {
 		time.Sleep(time.Millisecond)

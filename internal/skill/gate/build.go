@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/execledger/execledger/internal/skill/artifact"
 	"github.com/execledger/execledger/internal/skill/manifest"
 	"github.com/execledger/execledger/internal/skill/vet"
+	"github.com/execledger/execledger/ledger"
 )
 
 // artifactTools are the tools one vetted artifact serves, or why it serves
@@ -119,14 +119,28 @@ type skillTool struct {
 
 var _ executor.Tool = (*skillTool)(nil)
 
-// Validate checks the input is an object that the tool's input schema
+// Prepare checks the input is an object that the tool's input schema
 // accepts.
-func (t *skillTool) Validate(input json.RawMessage) error {
-	if err := t.Tool.Validate(input); err != nil {
-		return err
+func (t *skillTool) Prepare(ctx context.Context, call executor.Call) (any, error) {
+	p, err := t.Tool.Prepare(ctx, call)
+	if err != nil {
+		return nil, err
 	}
-	if err := t.schema.ValidateInput(input); err != nil {
-		return fmt.Errorf("%s: the input does not match the tool's input schema: %w", t.Name(), err)
+	if err := t.schema.ValidateInput(call.Input); err != nil {
+		return nil, &executor.Refusal{Kind: ledger.KindInvalidInput, Reason: "input_schema",
+			Message: fmt.Sprintf("%s: the input does not match the tool's input schema: %v", t.Name(), err)}
 	}
-	return nil
+	return p, nil
+}
+
+// Run runs the call, checking it first when it was not prepared.
+func (t *skillTool) Run(ctx context.Context, call executor.Call) executor.Result {
+	if call.Prepared == nil {
+		p, err := t.Prepare(ctx, call)
+		if err != nil {
+			return executor.Refused(err)
+		}
+		call.Prepared = p
+	}
+	return t.Tool.Run(ctx, call)
 }

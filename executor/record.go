@@ -3,13 +3,71 @@ package executor
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/ledger"
 )
+
+// recorder is what every writing service of the executor shares: it signs
+// attestations and records events and state changes through
+// ledger.executor_record, in transactions of one shape (settle).
+type recorder struct {
+	pool            *pgxpool.Pool
+	store           *ledger.Store
+	signer          *attest.Signer
+	policyDigest    string
+	label           string // the executor's Config.Label
+	approvalTimeout time.Duration
+	logger          *slog.Logger
+	head            logHead // the newest checkpoint, for attestations
+}
+
+// settle runs one writing transaction of the shape the claimer, the
+// completer and the rescuer share: lock and read rows with query, let
+// decide say what becomes of them (events, state changes and attestations,
+// through w; decide may also use tx), record it all with one call of
+// ledger.executor_record, and commit. It returns the rows read; with none
+// it commits nothing.
+func settle[T any](ctx context.Context, r *recorder, query string, args []any, scan pgx.RowToFunc[T],
+	decide func(ctx context.Context, tx pgx.Tx, rows []T, w *writes) error) ([]T, error) {
+	tx, err := r.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, scan)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	var w writes
+	if err := decide(ctx, tx, list, &w); err != nil {
+		return nil, err
+	}
+	if err := w.exec(ctx, tx, r.store, r.approvalTimeout); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return list, nil
+}
+
+// meta is the metadata of an event the executor writes about request id
+// in span sc.
+func (r *recorder) meta(id uuid.UUID, sc trace.SpanContext) ledger.Metadata {
+	return traceMeta(ledger.Metadata{Actor: r.label, CorrelationID: id.String()}, sc)
+}
 
 // Kinds of state change ledger.executor_record makes.
 const (
@@ -68,10 +126,11 @@ func (w *writes) transition(id, claim uuid.UUID, kind string, charge bool) {
 }
 
 // finish ends request id in state with res's outcome.
-func (w *writes) finish(id, claim uuid.UUID, state string, res Result, tier string) {
+func (w *writes) finish(id, claim uuid.UUID, state ledger.State, res Result, tier string) {
 	w.transition(id, claim, transFinish, false)
 	i := w.index[id]
-	w.states[i], w.errorKinds[i], w.errors[i], w.tiers[i] = &state, strp(res.ErrorKind), strp(res.Error), strp(tier)
+	st := string(state)
+	w.states[i], w.errorKinds[i], w.errors[i], w.tiers[i] = &st, strp(string(res.ErrorKind)), strp(res.Error), strp(tier)
 	if len(res.Output) > 0 {
 		s := string(res.Output)
 		w.outputs[i] = &s

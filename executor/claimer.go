@@ -1,0 +1,349 @@
+package executor
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/execledger/execledger/internal/policy"
+	"github.com/execledger/execledger/ledger"
+)
+
+// jobRunner is what the claimer needs of the runner: room, and a way to
+// start what it authorized.
+type jobRunner interface {
+	// free is how many more jobs may run now.
+	free() int
+	// start runs an authorized job; the caller made sure one is free.
+	start(j *job)
+}
+
+// claimer takes pending requests in batches and authorizes each in the
+// claim's own transaction: the claim, every decision, the budget each
+// allowed call consumes and the denials' outcomes commit together or not
+// at all. Allowed calls go to the runner once that has committed. It claims
+// while the runner has room and there is work, and otherwise waits for a
+// NOTIFY (wake), a freed slot or the poll interval.
+type claimer struct {
+	cfg     Config
+	rec     *recorder
+	policy  *policy.Engine
+	tools   *toolSet
+	runner  jobRunner
+	metrics *Metrics
+	tracing tracing
+	logger  *slog.Logger
+	wake    chan struct{} // a NOTIFY or a free slot: try to claim
+}
+
+// poke asks the claimer to try a claim now.
+func (c *claimer) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run claims until ctx ends.
+func (c *claimer) run(ctx context.Context) {
+	waiting := false // registered in ledger.queue_waiters
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for ctx.Err() == nil {
+		if free := c.runner.free(); free > 0 {
+			n, err := c.claim(ctx, min(free, c.cfg.ClaimBatch))
+			if errors.Is(err, ErrSkillsNotReady) {
+				// The claim rolled back: build its skills outside any
+				// transaction, then claim again.
+				if err := c.cfg.Skills.Prepare(ctx); err != nil && ctx.Err() == nil {
+					c.logger.Error("prepare skills", slog.Any("error", err))
+					sleep(ctx, 200*time.Millisecond)
+				}
+				continue
+			}
+			if err != nil && ctx.Err() == nil {
+				c.logger.Error("claim", slog.Any("error", err))
+				sleep(ctx, 200*time.Millisecond)
+				continue
+			}
+			if n > 0 {
+				if waiting {
+					waiting = !c.unregisterWaiter(ctx)
+				}
+				continue
+			}
+			if !waiting {
+				if c.registerWaiter(ctx) {
+					waiting = true
+					continue // claim once more now that submitters will notify
+				}
+			}
+		}
+		poll.Reset(c.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+		case <-c.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// registerWaiter asks submitters to NOTIFY, then waits until every
+// transaction that began before the registration was visible has ended:
+// a submit that checked for waiters before then has committed, so the next
+// claim sees its request. It reports whether the registration holds.
+func (c *claimer) registerWaiter(ctx context.Context) bool {
+	pool := c.rec.pool
+	if _, err := pool.Exec(ctx, queryRegisterWaiter, c.cfg.Label); err != nil {
+		c.logger.Warn("register waiter", slog.Any("error", err))
+		return false
+	}
+	var horizon string
+	if err := pool.QueryRow(ctx, queryHorizon).Scan(&horizon); err != nil {
+		return true
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var passed bool
+		if err := pool.QueryRow(ctx, queryHorizonPassed, horizon).Scan(&passed); err != nil || passed {
+			return true
+		}
+		sleep(ctx, time.Millisecond)
+	}
+	return true
+}
+
+func (c *claimer) unregisterWaiter(ctx context.Context) bool {
+	_, err := c.rec.pool.Exec(ctx, queryUnregisterWaiter, c.cfg.Label)
+	return err == nil
+}
+
+// claim takes up to n requests and authorizes them in one transaction. It
+// returns how many requests it claimed.
+func (c *claimer) claim(ctx context.Context, n int) (int, error) {
+	began := time.Now()
+	var (
+		claimed    []*job
+		toRun      []*job
+		denied     []*job
+		batchSpan  trace.Span
+		claimSpans []trace.Span
+	)
+	_, err := settle(ctx, c.rec, queryClaim, []any{c.cfg.Label, n, c.cfg.Lease.String()}, c.scanJob,
+		func(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes) error {
+			claimed = jobs
+			// The claim query itself is not traced: most polls claim
+			// nothing, and a trace per empty poll would bury the requests'.
+			ctx, batchSpan, claimSpans = c.tracing.claimed(ctx, jobs, began)
+			var err error
+			toRun, denied, err = c.decide(ctx, tx, jobs, w)
+			return err
+		})
+	if err != nil {
+		endClaim(claimed, batchSpan, claimSpans, err, nil)
+		return 0, fmt.Errorf("claim: %w", err) // ErrSkillsNotReady stays visible to errors.Is
+	}
+	c.metrics.claimed(len(claimed))
+	for _, j := range claimed {
+		decision := "allow"
+		if !j.decision.Allowed {
+			decision = "deny"
+		}
+		c.metrics.decide(decision, j.decision.ReasonCode)
+	}
+	for _, j := range denied {
+		c.metrics.finish(c.tools.label(j.tool), ledger.StateDenied, j.deniedKind, j.submittedAt)
+	}
+	endClaim(claimed, batchSpan, claimSpans, nil, toRun)
+	for _, j := range toRun {
+		c.runner.start(j)
+	}
+	return len(claimed), nil
+}
+
+// scanJob reads one claimed request.
+func (c *claimer) scanJob(row pgx.CollectableRow) (*job, error) {
+	j := &job{}
+	var input, reqCtx string
+	var bound []string
+	if err := row.Scan(&j.id, &j.claimID, &j.attempt, &j.version, &j.principal, &j.tool, &j.runID, &input, &reqCtx,
+		&bound, &j.inputDigest, &j.approved, &j.wasCharged, &j.submittedAt); err != nil {
+		return nil, err
+	}
+	j.input = json.RawMessage(input)
+	if err := json.Unmarshal([]byte(reqCtx), &j.context); err != nil {
+		c.logger.Warn("request context unreadable", slog.String("request_id", j.id.String()), slog.Any("error", err))
+	}
+	j.channelBound, j.deviceBound = slices.Contains(bound, "channel"), slices.Contains(bound, "device")
+	j.impl = c.tools.get(j.tool)
+	return j, nil
+}
+
+// decide authorizes each claimed job and writes its decision: a denial
+// with its attestation, a wait for approval, or the budget it consumes and
+// its execution.started. It returns the jobs to run and those denied.
+func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes) (toRun, denied []*job, err error) {
+	if err := c.resolveSkills(ctx, tx, jobs); err != nil {
+		return nil, nil, err
+	}
+	budgets, err := c.lockBudgets(ctx, tx, jobs)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	for _, j := range jobs {
+		endAuthorize := c.tracing.authorize(j)
+		g := c.authorize(ctx, j, budgets)
+		j.decision = g.decision
+		sa := ledger.StreamAppend{Stream: j.stream(), Expected: j.version}
+		sa.Events = append(sa.Events, c.decisionEvent(j, g))
+		j.next()
+		switch g.verdict {
+		case verdictDeny:
+			res := failure(g.errorKind, g.message)
+			a, err := c.rec.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
+				runID: j.runID, inputDigest: j.inputDigest, executor: "policy", decision: "deny", reason: g.decision.ReasonCode,
+				started: now, finished: now, result: res, skill: j.skillRef(), trace: j.trace.sc})
+			if err != nil {
+				return nil, nil, err
+			}
+			sa.Events = append(sa.Events, a.event)
+			j.next()
+			w.finish(j.id, j.claimID, ledger.StateDenied, res, "")
+			j.deniedKind = res.ErrorKind
+			denied = append(denied, j)
+		case verdictAwaitApproval:
+			sa.Events = append(sa.Events, ledger.NewEvent{Type: "approval.requested", Payload: map[string]any{
+				"request_id": j.id, "tool": j.tool, "input_digest": "sha256:" + hex.EncodeToString(j.inputDigest),
+				"expires_in_ms": c.cfg.ApprovalTimeout.Milliseconds(), "reason": approvalReason(j),
+			}, Metadata: c.rec.meta(j.id, j.trace.sc)})
+			j.next()
+			w.transition(j.id, j.claimID, transAwaitApproval, false)
+		case verdictRun:
+			if g.charge {
+				b := budgets[runKey{j.principal, j.runID}]
+				sa.Events = append(sa.Events, ledger.NewEvent{Type: "budget.consumed", Payload: map[string]any{
+					"request_id": j.id, "run_id": j.runID, "principal": j.principal, "used": b.used, "max_calls": b.max,
+				}, Metadata: c.rec.meta(j.id, j.trace.sc)})
+				j.next()
+			}
+			endAuthorize(g) // execution.started is the claim's
+			sa.Events = append(sa.Events, ledger.NewEvent{Type: "execution.started", Payload: map[string]any{
+				"request_id": j.id, "attempt": j.attempt, "executor": j.impl.Executor(), "tier": j.impl.Tier(),
+				"timeout_ms": c.cfg.ToolTimeout.Milliseconds(),
+			}, Metadata: c.rec.meta(j.id, j.trace.sc)})
+			j.next()
+			w.transition(j.id, j.claimID, transStart, g.charge)
+			toRun = append(toRun, j)
+		}
+		endAuthorize(g)
+		w.events(j.id, j.claimID, sa)
+	}
+	return toRun, denied, nil
+}
+
+// resolveSkills gives the jobs whose tool no registered tool serves
+// their skill tool, if an installed skill serves it.
+func (c *claimer) resolveSkills(ctx context.Context, tx pgx.Tx, jobs []*job) error {
+	if c.cfg.Skills == nil {
+		return nil
+	}
+	var tools []string
+	for _, j := range jobs {
+		if j.impl == nil {
+			tools = append(tools, j.tool)
+		}
+	}
+	if len(tools) == 0 {
+		return nil
+	}
+	found, err := c.cfg.Skills.Resolve(ctx, tx, tools)
+	if err != nil {
+		return fmt.Errorf("skills: %w", err) // ErrSkillsNotReady stays visible to errors.Is
+	}
+	for _, j := range jobs {
+		if st, ok := found[j.tool]; ok && j.impl == nil {
+			j.skill = &st
+			j.impl = st.Tool
+			c.tools.served.Store(j.tool, struct{}{})
+		}
+	}
+	return nil
+}
+
+// lockBudgets creates the missing budget rows of the jobs' runs and locks
+// them all, in key order so that concurrent claimers cannot deadlock.
+func (c *claimer) lockBudgets(ctx context.Context, tx pgx.Tx, jobs []*job) (map[runKey]*budget, error) {
+	out := map[runKey]*budget{}
+	var ids, claims []uuid.UUID
+	for _, j := range jobs {
+		if j.runID != "" {
+			ids, claims = append(ids, j.id), append(claims, j.claimID)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, queryLockBudgets, ids, claims, c.cfg.DefaultMaxCallsPerRun)
+	if err != nil {
+		return nil, fmt.Errorf("lock budgets: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k runKey
+		var b budget
+		if err := rows.Scan(&k.principal, &k.runID, &b.max, &b.used, &b.ended); err != nil {
+			return nil, err
+		}
+		out[k] = &b
+	}
+	return out, rows.Err()
+}
+
+// decisionEvent records one pipeline decision.
+func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
+	errs := g.decision.Errors
+	if errs == nil {
+		errs = []string{}
+	}
+	pols := g.decision.DeterminingPolicies
+	if pols == nil {
+		pols = []string{}
+	}
+	decision := "allow"
+	if g.verdict == verdictDeny {
+		decision = "deny"
+	}
+	p := map[string]any{
+		"request_id":           j.id,
+		"decision":             decision,
+		"stage":                g.stage,
+		"reason_code":          g.decision.ReasonCode,
+		"action":               g.decision.Action,
+		"determining_policies": pols,
+		"errors":               errs,
+		"policy_digest":        c.policy.Digest(),
+		"sensitive":            c.tools.sensitiveJob(j),
+		"approved":             j.approved,
+	}
+	if g.verdict == verdictDeny {
+		p["error_kind"] = g.errorKind
+		p["message"] = g.message
+	}
+	if g.toolReason != "" {
+		p["tool_reason"] = g.toolReason
+	}
+	if s := j.skillRef(); s != nil {
+		p["skill"] = s
+	}
+	return ledger.NewEvent{Type: "policy.decided", Payload: p, Metadata: c.rec.meta(j.id, j.trace.sc)}
+}
