@@ -1,10 +1,3 @@
-// Package executor turns pending requests into final ones: it claims them
-// in batches under a lease, authorizes each (input caps, per-run budget,
-// Cedar policy, tool support, approval) in the claim's own transaction, runs
-// it, and completes batches of outcomes with a signed attestation each.
-// Every step is an event. Expired leases are rescued: a request that had not
-// started, or whose tool is safe to repeat, runs again; any other ends
-// failed with error_kind outcome_unknown.
 package executor
 
 import (
@@ -25,23 +18,8 @@ import (
 )
 
 // Executor runs requests. Several executors, in one process or many, may
-// share a database: claims never overlap.
-//
-// It is a set of services, each with a goroutine of its own and a small
-// interface to the others, the way River splits a client:
-//   - the claimer (claimer.go) claims and authorizes batches and starts
-//     what may run;
-//   - the runner (run.go) runs calls, at most Config.Workers at once, and
-//     keeps the claims this executor holds;
-//   - the completer (completer.go) writes finished calls in batches;
-//   - the heartbeat (heartbeat.go) extends the leases held and stops calls
-//     whose claims were lost or cancelled;
-//   - the listener (listener.go) turns NOTIFYs into wake-ups;
-//   - the rescuer (rescuer.go) settles expired leases and approvals, and
-//     attests requests that ended in SQL.
-//
-// Every transaction that writes has one shape (settle, record.go): lock
-// and read rows, decide, sign, record through ledger.executor_record.
+// share a database: claims never overlap. It wires the services the
+// package documentation lists.
 type Executor struct {
 	cfg    Config
 	pool   *pgxpool.Pool
