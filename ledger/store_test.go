@@ -288,6 +288,71 @@ func TestEventHashMatchesDatabase(t *testing.T) {
 	}
 }
 
+// TestEventHashIgnoresSearchPath: the stored hash means the same bytes
+// whatever search_path the writing session has. A session that puts a schema
+// of its own ahead of pg_catalog, shadowing each function and the bytea ||
+// operator the hash uses, still stores and computes the hash Go computes.
+// (ledger.event_hash pins its search_path today; a body without that clause
+// was measured in issue 15 and must then qualify every name: this catches
+// one that does not. See docs/benchmarks.md.)
+func TestEventHashIgnoresSearchPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, db := setupStore(t)
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, q := range []string{
+		`CREATE SCHEMA shadow`,
+		`CREATE FUNCTION shadow.convert_to(text, name) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$ SELECT '\x00'::pg_catalog.bytea $$`,
+		`CREATE FUNCTION shadow.octet_length(text) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 0 $$`,
+		`CREATE FUNCTION shadow.length(bytea) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 0 $$`,
+		`CREATE FUNCTION shadow.int8send(bigint) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$ SELECT '\x01'::pg_catalog.bytea $$`,
+		`CREATE FUNCTION shadow.sha256(bytea) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$ SELECT '\x02'::pg_catalog.bytea $$`,
+		`CREATE FUNCTION shadow.first(bytea, bytea) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$ SELECT $1 $$`,
+		`CREATE OPERATOR shadow.|| (LEFTARG = bytea, RIGHTARG = bytea, FUNCTION = shadow.first)`,
+		`SET search_path = shadow, pg_catalog, ledger`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `RESET search_path`)
+
+	// Written directly, as the table's owner may: the generated column
+	// runs in the session's search_path.
+	stream, typ := `test:sp \x41 é✓`, "test.shadowed"
+	payload, metadata := `{"a":"\\x00 \\ é","b":[1, 2 ]}`, `{"actor":"\\"}`
+	if _, err := conn.Exec(ctx, `INSERT INTO ledger.events (stream, version, type, payload, metadata) VALUES ($1, 1, $2, $3, $4)`,
+		stream, typ, payload, metadata); err != nil {
+		t.Fatal(err)
+	}
+	events, err := s.ReadStream(ctx, stream, 0, 1)
+	if err != nil || len(events) != 1 {
+		t.Fatal(events, err)
+	}
+	if e := events[0]; string(e.Payload) != payload || string(e.Metadata) != metadata || !e.Verify() {
+		t.Errorf("stored under a shadowing search_path: payload %s, metadata %s, verify %v", e.Payload, e.Metadata, e.Verify())
+	}
+
+	// Called directly, for times on both sides of the epoch.
+	for _, at := range []time.Time{
+		time.Date(1969, 7, 20, 20, 17, 40, 123456000, time.UTC),
+		time.Date(2026, 11, 25, 12, 0, 0, 999999000, time.UTC),
+	} {
+		var got []byte
+		if err := conn.QueryRow(ctx, `SELECT ledger.event_hash($1, 7, $2, $3::json, $4::json, $5)`,
+			stream, typ, payload, metadata, at).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if want := EventHash(stream, 7, typ, []byte(payload), []byte(metadata), at); string(got) != string(want[:]) {
+			t.Errorf("event_hash at %v = %x, EventHash = %x", at, got, want)
+		}
+	}
+}
+
 // noHorizonReadAll is ReadAll without the transaction horizon: what a naive
 // reader that trusts positions does. The commit-order test runs it to show
 // the scenario really loses an event without the horizon.
