@@ -915,10 +915,7 @@ BEGIN
             available_at = CASE WHEN v_q.state = 'awaiting_approval' THEN clock_timestamp() ELSE available_at END
         WHERE id = p_request_id;
         IF v_q.state = 'awaiting_approval' THEN
-            PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
-            IF FOUND THEN
-                PERFORM pg_notify('ledger_request_pending', '');
-            END IF;
+            PERFORM ledger.wake_waiters();
         END IF;
     ELSE
         DELETE FROM ledger.queue WHERE id = p_request_id;
@@ -3122,10 +3119,7 @@ BEGIN
 
     INSERT INTO ledger.queue (id, trace_id, trace_span_id) VALUES (v_id, v_trace, v_span);
 
-    PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
-    IF FOUND THEN
-        PERFORM pg_notify('ledger_request_pending', '');
-    END IF;
+    PERFORM ledger.wake_waiters();
     RETURN v_id;
 END $_$;
 
@@ -3240,6 +3234,28 @@ CREATE FUNCTION ledger.uuid_v7() RETURNS uuid
                 1, 6),
             52, 1), 53, 1), 'hex')::pg_catalog.uuid
 $$;
+
+
+--
+-- Name: wake_waiters(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.wake_waiters() RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'on'
+    AS $$
+BEGIN
+    PERFORM 1 FROM ledger.queue_waiters LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    WITH taken AS (SELECT x.executor FROM ledger.queue_waiters x FOR UPDATE SKIP LOCKED)
+    DELETE FROM ledger.queue_waiters w USING taken t WHERE w.executor = t.executor;
+    IF FOUND THEN
+        PERFORM pg_notify('ledger_request_pending', '');
+    END IF;
+END $$;
 
 
 --
@@ -5242,6 +5258,13 @@ REVOKE ALL ON FUNCTION ledger.usage_refusal(p_type text, p_payload text) FROM PU
 --
 
 REVOKE ALL ON FUNCTION ledger.uuid_v7() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION wake_waiters(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.wake_waiters() FROM PUBLIC;
 
 
 --

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,6 +44,17 @@ type claimer struct {
 	tracing tracing
 	logger  *slog.Logger
 	wake    chan struct{} // a NOTIFY or a free slot: try to claim
+	// woken is set by a NOTIFY on ledger_request_pending: the submit that
+	// sent it took this executor's registration (ledger.wake_waiters), so
+	// the claimer registers again when it next finds the queue empty.
+	woken atomic.Bool
+}
+
+// notified is the listener's: a submit woke the waiters, taking their
+// registrations, or the listener reconnected and may have missed that.
+func (c *claimer) notified() {
+	c.woken.Store(true)
+	c.poke()
 }
 
 // poke asks the claimer to try a claim now.
@@ -59,6 +71,9 @@ func (c *claimer) run(ctx context.Context) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for ctx.Err() == nil {
+		if c.woken.Swap(false) {
+			waiting = false // the registration was taken: make it again when idle
+		}
 		if free := c.runner.free(); free > 0 {
 			n, err := c.claim(ctx, min(free, c.cfg.ClaimBatch))
 			if errors.Is(err, ErrSkillsNotReady) {

@@ -70,7 +70,7 @@ func New(pool *pgxpool.Pool, cfg Config, pol *policy.Engine, signer *attest.Sign
 		completer: &completer{rec: rec, batchSize: cfg.CompleteBatch, in: outcomes, jobs: run, tools: ts, metrics: cfg.Metrics,
 			tracing: tr, logger: logger},
 		heartbeat: hb,
-		listener:  &listener{pool: pool, logger: logger, pending: cl.poke, cancel: hb.readCancelFlags},
+		listener:  &listener{pool: pool, logger: logger, pending: cl.notified, cancel: hb.readCancelFlags},
 		rescuer: &rescuer{rec: rec, tools: ts, interval: cfg.RescueInterval, maxAttempts: cfg.MaxAttempts, metrics: cfg.Metrics,
 			logger: logger, requeued: cl.poke},
 	}, nil

@@ -10,8 +10,10 @@ package ledger
 //
 //	plain_insert   single-row INSERT into an unindexed table: the commit ceiling
 //	submit         single-row ledger.submit, no executor waiting (no NOTIFY)
-//	submit_notify  the same while an executor is registered in
-//	               ledger.queue_waiters and LISTENs, so every submit NOTIFYs
+//	submit_notify  the same while an executor waits: it LISTENs and is
+//	               registered in ledger.queue_waiters, and registers again
+//	               as soon as a NOTIFY has woken it (the worst case: an
+//	               executor that is idle again at once)
 //
 // go test's -count repeats each sub-benchmark back to back, which would put
 // all the baselines minutes away from the calls they are compared with. So
@@ -178,9 +180,10 @@ func benchAssertNoWaiters(b *testing.B, db *testdb.DB) {
 }
 
 // benchWaitingExecutor plays an idle executor: it LISTENs on
-// ledger_request_pending, registers in ledger.queue_waiters, so that every
-// submit NOTIFYs, and drains the notifications as they come. stop
-// unregisters it and waits for it to end.
+// ledger_request_pending and registers in ledger.queue_waiters; a submit
+// that finds it registered takes the registration and NOTIFYs, and it
+// registers again as soon as the notification arrives. stop unregisters it
+// and waits for it to end.
 func benchWaitingExecutor(b *testing.B, db *testdb.DB) (stop func()) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -208,6 +211,9 @@ func benchWaitingExecutor(b *testing.B, db *testdb.DB) (stop func()) {
 				return
 			}
 			received.Add(1)
+			if _, err := conn.Exec(ctx, "INSERT INTO ledger.queue_waiters (executor) VALUES ('bench') ON CONFLICT DO NOTHING"); err != nil {
+				return
+			}
 		}
 	}()
 	return func() {
