@@ -1,7 +1,6 @@
 package procinit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execledger/execledger/internal/seccomp"
 )
 
 // Descriptors of the init besides stdio.
@@ -50,17 +51,27 @@ func Command(self string, spec Spec) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// SpecFile checks spec and returns a sealed memfd holding it as JSON,
-// positioned at 0: what the init reads on descriptor 3. Command uses it; a
+// SpecFile checks spec and returns a sealed memfd holding it in the wire
+// format (wire_linux.go), positioned at 0: what the init reads on
+// descriptor 3. The seccomp program is assembled here, so that the init
+// only loads it. Command uses it; a
 // launcher that starts the init some other way (tier C starts it inside
 // bubblewrap) passes the file as the init's descriptor 3 itself.
 func SpecFile(spec Spec) (*os.File, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(spec)
+	var filter []byte
+	if spec.Seccomp {
+		f, err := seccomp.Build(seccomp.Options{DenyUnixSocket: spec.DenyUnixSockets})
+		if err != nil {
+			return nil, err
+		}
+		filter = f.Bytes()
+	}
+	data, err := encodeSpec(spec, filter)
 	if err != nil {
-		return nil, fmt.Errorf("encode sandbox init spec: %w", err)
+		return nil, err
 	}
 	fd, err := unix.MemfdCreate("sandbox-init-spec", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {

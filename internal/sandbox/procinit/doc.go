@@ -4,7 +4,20 @@
 //
 // Go's os/exec can set neither resource limits nor a child subreaper for the
 // process it starts, so the executor re-executes its own binary with the
-// hidden subcommand Hidden (see Command). That process, the init, runs Main:
+// hidden subcommand Hidden (see Command). That process is the init. In a
+// cgo build (the default with a C compiler) the init is C code that a
+// constructor runs before the Go runtime starts (cinit_linux.go): starting
+// the Go runtime and the binary's package initializers cost a tier B call
+// about ten times a bare fork/exec. Command assembles everything in Go
+// (the seccomp program, the rlimits, the bridge's address) and hands it to
+// the init in a checked binary format (wire_linux.go).
+//
+// A binary built with CGO_ENABLED=0 (the Dockerfile's, today) has no
+// constructor and reaches Main, the same init in Go, slower, reading the
+// same format; it finds leftover descendants by reading every process in
+// /proc rather than the init's own subtree. It is kept only for such
+// builds; `CGO_ENABLED=0 go test ./internal/sandbox/procinit/` tests it.
+// Either way the init:
 //
 //  1. it reads the Spec from descriptor 3 and marks every descriptor above 2
 //     close-on-exec, so the target inherits only stdin, stdout and stderr,
@@ -21,10 +34,11 @@
 //     with Spec.Lifeline it watches descriptor 5, a pipe only the launcher
 //     writes to, and kills that group once the launcher is gone (or never
 //     starts the target when it is gone already);
-//  6. when the target ends it SIGKILLs every remaining descendant, reaps
-//     them, closes the bridge, reports a Usage on descriptor 4 when one is
-//     open, and exits with the target's status (128+signal when a signal
-//     ended it).
+//  6. when the target ends it SIGKILLs every remaining descendant (found
+//     by walking down /proc/PID/task/TID/children from itself: as a
+//     subreaper it is an ancestor of all of them), reaps them, closes the
+//     bridge, reports a Usage on descriptor 4 when one is open, and exits
+//     with the target's status (128+signal when a signal ended it).
 //
 // Tier C runs the same init inside bubblewrap for every call: the spec
 // comes from SpecFile on descriptor 3, the usage report goes to descriptor
@@ -34,7 +48,8 @@
 // its parent-death signal cannot stand for the launcher's death: the
 // lifeline does.
 //
-// The binary's main dispatches to Main before doing anything else:
+// The binary's main dispatches to Main before doing anything else (in a
+// cgo build the constructor has taken the process over before main runs):
 //
 //	if len(os.Args) > 1 && os.Args[1] == procinit.Hidden {
 //		os.Exit(procinit.Main())

@@ -32,8 +32,10 @@ const (
 	killTimeout = 5 * time.Second
 )
 
-// Main runs the init: see the package documentation. It returns the exit
-// status for os.Exit. Errors go to stderr, which the target shares.
+// Main runs the init in Go: see the package documentation. It returns the
+// exit status for os.Exit. Errors go to stderr, which the target shares.
+// Only a binary built without cgo gets here; with cgo the C init has run
+// and exited before the Go runtime started.
 func Main() int {
 	// The target's Pdeathsig fires when the thread that started it exits:
 	// keep this goroutine on its thread for the life of the init.
@@ -106,11 +108,18 @@ func readSpec() (Spec, error) {
 	}
 	defer f.Close()
 	_, _ = f.Seek(0, io.SeekStart) // a memfd from Command; a pipe cannot seek
-	var spec Spec
-	if err := json.NewDecoder(f).Decode(&spec); err != nil {
+	data, err := io.ReadAll(io.LimitReader(f, maxWireBytes+1))
+	if err != nil {
 		return Spec{}, fmt.Errorf("read spec: %w", err)
 	}
-	return spec, spec.validate()
+	if len(data) > maxWireBytes {
+		return Spec{}, fmt.Errorf("read spec: %w: longer than %d bytes", errWire, maxWireBytes)
+	}
+	spec, err := decodeSpec(data)
+	if err != nil {
+		return Spec{}, fmt.Errorf("read spec: %w", err)
+	}
+	return spec, nil
 }
 
 // setup prepares the init's own process state, which the target inherits.

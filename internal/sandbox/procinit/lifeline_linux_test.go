@@ -12,8 +12,9 @@ import (
 
 // startWithLifeline starts the init of spec with a lifeline on descriptor
 // 5 and returns the lifeline's write end, which the test holds as the
-// launcher would, and a function that waits for the init.
-func startWithLifeline(t *testing.T, spec Spec) (launcher *os.File, wait func() result) {
+// launcher would, and a function that waits for the init. With gone, that
+// end is closed before the init starts.
+func startWithLifeline(t *testing.T, spec Spec, gone bool) (launcher *os.File, wait func() result) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -37,6 +38,9 @@ func startWithLifeline(t *testing.T, spec Spec) (launcher *os.File, wait func() 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 10 * time.Second
+	if gone {
+		w.Close()
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +64,7 @@ func startWithLifeline(t *testing.T, spec Spec) (launcher *os.File, wait func() 
 func TestLifelineKillsTreeWhenLauncherGoes(t *testing.T) {
 	t.Parallel()
 	m := marker()
-	launcher, wait := startWithLifeline(t, sh(fmt.Sprintf(`(setsid sleep %s &); sleep %s & wait`, m, m)))
+	launcher, wait := startWithLifeline(t, sh(fmt.Sprintf(`(setsid sleep %s &); sleep %s & wait`, m, m)), false)
 	deadline := time.Now().Add(5 * time.Second)
 	for len(running(m)) < 2 {
 		if time.Now().After(deadline) {
@@ -77,13 +81,13 @@ func TestLifelineKillsTreeWhenLauncherGoes(t *testing.T) {
 }
 
 // TestLifelineClosedTargetNeverStarts: an init whose launcher is already
-// gone does not start the target.
+// gone does not start the target. (The end is closed before the init
+// starts: the C init is fast enough to start the target before a close
+// that follows Start.)
 func TestLifelineClosedTargetNeverStarts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	launcher, wait := startWithLifeline(t, sh("touch "+dir+"/ran"))
-	launcher.Close()
-	// The init may still be starting; it must not run the target either way.
+	_, wait := startWithLifeline(t, sh("touch "+dir+"/ran"), true)
 	r := wait()
 	if _, err := os.Stat(dir + "/ran"); err == nil {
 		t.Fatalf("the target ran without its launcher (exit %d, stderr %q)", r.code, r.stderr)
@@ -97,7 +101,7 @@ func TestLifelineClosedTargetNeverStarts(t *testing.T) {
 // runs to its end as usual.
 func TestLifelineHeldTargetRuns(t *testing.T) {
 	t.Parallel()
-	launcher, wait := startWithLifeline(t, sh("echo ok; exit 4"))
+	launcher, wait := startWithLifeline(t, sh("echo ok; exit 4"), false)
 	r := wait()
 	launcher.Close()
 	if r.code != 4 || r.stdout != "ok\n" || r.usage.Signal != 0 {

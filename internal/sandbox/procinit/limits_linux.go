@@ -65,3 +65,20 @@ func (l Limits) ApplyTo(pid int) error {
 	}
 	return nil
 }
+
+// set is the inverse of rlimits for one resource (the wire format's
+// decoder): RLIMIT_CORE, always 0, is not a field.
+func (l *Limits) set(resource int, value uint64) {
+	switch resource {
+	case unix.RLIMIT_CPU:
+		l.CPUSeconds = value
+	case unix.RLIMIT_AS:
+		l.AddressSpace = value
+	case unix.RLIMIT_FSIZE:
+		l.FileSize = value
+	case unix.RLIMIT_NOFILE:
+		l.OpenFiles = value
+	case unix.RLIMIT_NPROC:
+		l.Processes = value
+	}
+}

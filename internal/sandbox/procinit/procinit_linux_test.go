@@ -32,6 +32,13 @@ type result struct {
 // that wait for it and signal it.
 func start(t *testing.T, spec Spec) (wait func() result, signal func(os.Signal)) {
 	t.Helper()
+	return startWith(t, spec, nil)
+}
+
+// startWith is start with specFile, when not nil, as the init's spec
+// instead of spec's.
+func startWith(t *testing.T, spec Spec, specFile *os.File) (wait func() result, signal func(os.Signal)) {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +46,10 @@ func start(t *testing.T, spec Spec) (wait func() result, signal func(os.Signal))
 	cmd, err := Command(self, spec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if specFile != nil {
+		cmd.ExtraFiles[0].Close()
+		cmd.ExtraFiles[0] = specFile
 	}
 	readUsage, err := WithUsage(cmd)
 	if err != nil {
@@ -247,16 +258,74 @@ func TestFileSizeLimitStopsWrite(t *testing.T) {
 	}
 }
 
+// TestEscapedDaemonIsKilled, both ways the init finds descendants: down
+// the /proc children files from itself, and through every process's
+// parent (kernels without those files).
 func TestEscapedDaemonIsKilled(t *testing.T) {
 	t.Parallel()
-	m := marker()
-	r := runInit(t, sh(fmt.Sprintf(`(setsid sh -c "sleep %s" &) ; (sleep %s &) ; exit 0`, m, m)))
-	if r.code != 0 {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	for _, sweepHost := range []bool{false, true} {
+		t.Run(fmt.Sprint("sweepHost=", sweepHost), func(t *testing.T) {
+			t.Parallel()
+			m := marker()
+			spec := sh(fmt.Sprintf(`(setsid sh -c "sleep %s" &) ; (sleep %s &) ; exit 0`, m, m))
+			spec.sweepHost = sweepHost
+			r := runInit(t, spec)
+			if r.code != 0 {
+				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+			}
+			gone(t, m)
+			if r.usage.DescendantsKilled < 1 {
+				t.Errorf("usage %+v: no descendant killed", r.usage)
+			}
+		})
 	}
-	gone(t, m)
-	if r.usage.DescendantsKilled < 1 {
-		t.Errorf("usage %+v: no descendant killed", r.usage)
+}
+
+// TestDeepTreeIsKilled: processes several levels down, some in sessions
+// of their own, with their parents still alive, die with the target and
+// are counted once each.
+func TestDeepTreeIsKilled(t *testing.T) {
+	t.Parallel()
+	for _, sweepHost := range []bool{false, true} {
+		t.Run(fmt.Sprint("sweepHost=", sweepHost), func(t *testing.T) {
+			t.Parallel()
+			m, d := marker(), t.TempDir()
+			leaf := filepath.Join(d, "leaf.sh")
+			if err := os.WriteFile(leaf, []byte(`touch "$1"; exec sleep "$2"`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// Six processes outlive the target: a setsid'd shell waiting
+			// for a sleep and for a shell that waits for another, a sleep
+			// in a session of its own, and one left by the target.
+			spec := sh(fmt.Sprintf(`setsid sh -c 'sh %[1]s %[2]s/a %[3]s & sh -c "sh %[1]s %[2]s/b %[3]s & wait" & wait' &
+				(setsid sh %[1]s %[2]s/c %[3]s &)
+				sh %[1]s %[2]s/d %[3]s &
+				i=0; while [ $i -lt 500 ]; do
+					[ -e %[2]s/a ] && [ -e %[2]s/b ] && [ -e %[2]s/c ] && [ -e %[2]s/d ] && exit 0
+					i=$((i+1)); sleep 0.01
+				done; exit 9`, leaf, d, m))
+			spec.sweepHost = sweepHost
+			r := runInit(t, spec)
+			if r.code != 0 {
+				t.Fatalf("exit %d, stderr %q: the sleeps did not all start", r.code, r.stderr)
+			}
+			gone(t, m)
+			if r.usage.DescendantsKilled != 6 {
+				t.Errorf("usage %+v: want 6 descendants killed", r.usage)
+			}
+		})
+	}
+}
+
+// TestTargetSignalState: the target starts with the signal mask the init
+// was given (none here), not the init's own, and no signal pending.
+func TestTargetSignalState(t *testing.T) {
+	t.Parallel()
+	r := runInit(t, Spec{Path: "/bin/cat", Args: []string{"/proc/self/status"}})
+	for _, want := range []string{"SigBlk:\t0000000000000000\n", "SigPnd:\t0000000000000000\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status lacks %q (exit %d, stderr %q)\n%s", want, r.code, r.stderr, r.stdout)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strings"
 )
 
 // Hidden is the subcommand under which the binary runs Main.
@@ -98,6 +99,10 @@ type Spec struct {
 	// does not start the target, or kills the target's process group
 	// (SIGKILL) and then, as always, every other descendant.
 	Lifeline bool `json:"lifeline,omitempty"`
+	// sweepHost makes the init find leftover descendants by reading every
+	// process in /proc, its way on kernels without
+	// /proc/PID/task/TID/children; set by tests to keep that path checked.
+	sweepHost bool
 }
 
 // Bridge is tier C's way to the egress proxy: inside the sandbox's
@@ -131,15 +136,47 @@ func (s Spec) validate() error {
 		if !filepath.IsAbs(b.Socket) {
 			return fmt.Errorf("%w: bridge socket %q is not absolute", ErrInvalidSpec, b.Socket)
 		}
+		if len(b.Socket) > maxSocketPath {
+			return fmt.Errorf("%w: bridge socket %q is longer than %d bytes", ErrInvalidSpec, b.Socket, maxSocketPath)
+		}
 		if s.Seccomp {
 			return fmt.Errorf("%w: a bridge needs inet sockets, which the init's seccomp filter refuses", ErrInvalidSpec)
 		}
+	}
+	if err := s.checkStrings(); err != nil {
+		return err
 	}
 	if s.DenyUnixSockets && !s.Seccomp {
 		return fmt.Errorf("%w: deny_unix_sockets needs seccomp", ErrInvalidSpec)
 	}
 	return nil
 }
+
+// checkStrings refuses a NUL byte in what becomes a C string: a path,
+// argument or environment entry cannot hold one (os/exec refuses them too).
+func (s Spec) checkStrings() error {
+	all := append([]string{s.Path, s.Dir}, s.Args...)
+	all = append(all, s.Env...)
+	all = append(all, s.Keep...)
+	if s.Bridge != nil {
+		all = append(all, s.Bridge.Socket)
+	}
+	for _, v := range all {
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%w: %q holds a NUL byte", ErrInvalidSpec, v)
+		}
+	}
+	for _, k := range s.Keep {
+		if !filepath.IsAbs(k) {
+			return fmt.Errorf("%w: keep %q is not absolute", ErrInvalidSpec, k)
+		}
+	}
+	return nil
+}
+
+// maxSocketPath is the longest Unix socket path: sockaddr_un.sun_path
+// holds 108 bytes with the terminating NUL.
+const maxSocketPath = 107
 
 // PrivateDirs are the world-writable directories PrivateTmp replaces.
 var PrivateDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
