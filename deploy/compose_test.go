@@ -98,7 +98,7 @@ func buildExecledger(t *testing.T) string {
 	dir := t.TempDir()
 	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "execledger"), "./cmd/execledger")
 	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1") // as the Dockerfile builds it
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/execledger: %v\n%s", err, out)
 	}

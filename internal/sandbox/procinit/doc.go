@@ -12,7 +12,7 @@
 // (the seccomp program, the rlimits, the bridge's address) and hands it to
 // the init in a checked binary format (wire_linux.go).
 //
-// A binary built with CGO_ENABLED=0 (the Dockerfile's, today) has no
+// A binary built with CGO_ENABLED=0 (the Dockerfile builds with cgo) has no
 // constructor and reaches Main, the same init in Go, slower, reading the
 // same format; it finds leftover descendants by reading every process in
 // /proc rather than the init's own subtree. It is kept only for such
