@@ -75,7 +75,7 @@ func (r *rescuer) rescueLeases(ctx context.Context) (int, error) {
 	var actions []string // per settled request, for the metrics
 	list, err := settle(ctx, r.rec, queryExpiredLeases, []any{100}, pgx.RowToStructByPos[expiredLease],
 		func(ctx context.Context, tx pgx.Tx, list []expiredLease, w *writes) error {
-			traces, err := requestTraces(ctx, tx, leaseIDs(list))
+			traces, err := requestTraces(ctx, tx, idsOf(list, func(x expiredLease) uuid.UUID { return x.ID }))
 			if err != nil {
 				return err
 			}
@@ -148,10 +148,11 @@ func (r *rescuer) rescueLeases(ctx context.Context) (int, error) {
 	return len(list), nil
 }
 
-func leaseIDs(list []expiredLease) []uuid.UUID {
+// idsOf is the request ids of list, in order.
+func idsOf[T any](list []T, id func(T) uuid.UUID) []uuid.UUID {
 	ids := make([]uuid.UUID, len(list))
 	for i, x := range list {
-		ids[i] = x.ID
+		ids[i] = id(x)
 	}
 	return ids
 }
@@ -169,11 +170,7 @@ type expiredApproval struct {
 func (r *rescuer) expireApprovals(ctx context.Context) (int, error) {
 	list, err := settle(ctx, r.rec, queryExpiredApprovals, []any{100}, pgx.RowToStructByPos[expiredApproval],
 		func(ctx context.Context, tx pgx.Tx, list []expiredApproval, wr *writes) error {
-			ids := make([]uuid.UUID, len(list))
-			for i, w := range list {
-				ids[i] = w.ID
-			}
-			traces, err := requestTraces(ctx, tx, ids)
+			traces, err := requestTraces(ctx, tx, idsOf(list, func(w expiredApproval) uuid.UUID { return w.ID }))
 			if err != nil {
 				return err
 			}
@@ -219,11 +216,7 @@ type endedRequest struct {
 func (r *rescuer) attestEnded(ctx context.Context) (int, error) {
 	list, err := settle(ctx, r.rec, queryUnattested, []any{100}, pgx.RowToStructByPos[endedRequest],
 		func(ctx context.Context, tx pgx.Tx, list []endedRequest, w *writes) error {
-			ids := make([]uuid.UUID, len(list))
-			for i, x := range list {
-				ids[i] = x.ID
-			}
-			traces, err := requestTraces(ctx, tx, ids)
+			traces, err := requestTraces(ctx, tx, idsOf(list, func(x endedRequest) uuid.UUID { return x.ID }))
 			if err != nil {
 				return err
 			}
