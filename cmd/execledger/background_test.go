@@ -63,7 +63,7 @@ func processEnv(t *testing.T, tier string, extra ...string) (db *testdb.DB, envi
 // final request as JSON.
 func submitJSON(t *testing.T, db *testdb.DB, tool, input, run string) map[string]any {
 	t.Helper()
-	r := execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", tool, input, "--run", run, "--wait", "--timeout", "60s", "--json")
+	r := execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", tool, input, "--run", run, "--wait", "--timeout", "240s", "--json") // a bound, not a measure: a loaded -race run compiles Go skills for a minute
 	var req map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &req); err != nil {
 		t.Fatalf("submit %s: %+v", tool, r)
