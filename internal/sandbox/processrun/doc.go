@@ -1,7 +1,9 @@
 // Package processrun is the process.run tool: native programs under tier B (init helper + rlimits + seccomp) or tier C (bubblewrap).
 //
-// A call is parsed and checked by internal/procinput, runs in a workspace of
-// its own, <WorkspaceRoot>/<principal>/<run_id> (a request without a run:
+// A call is parsed and checked by internal/procinput in Tool.Prepare, at
+// claim time and before the run's budget is charged (a refusal ends the
+// request denied), and checked again against the file system in Tool.Run
+// just before the spawn. It runs in a workspace of its own, <WorkspaceRoot>/<principal>/<run_id> (a request without a run:
 // <WorkspaceRoot>/<principal>/_req-<request id>), and is killed (SIGTERM,
 // KillGrace, SIGKILL, the whole process tree) when its timeout passes, its
 // context is cancelled or its output exceeds OutputLimit.
