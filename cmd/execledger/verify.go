@@ -389,7 +389,7 @@ func unverifiedStatement(env attest.Envelope) *attest.Statement {
 func outcomeOf(p attest.Execution) string {
 	switch {
 	case p.Success:
-		return "succeeded"
+		return string(ledger.StateSucceeded)
 	case p.Decision == attest.DecisionDeny:
 		return "denied: " + p.ErrorKind
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/sandbox/wasmrun"
+	"github.com/execledger/execledger/ledger"
 )
 
 // queryRequestEvents reads a request's stream: each event's type and
@@ -185,7 +186,7 @@ func replayable(p attest.Execution) error {
 		return fmt.Errorf("%s runs a module sent in its input; only registered skills are replayed", p.Tool)
 	case p.Decision != attest.DecisionAllow:
 		return fmt.Errorf("it was %s (%s) and never ran", p.Decision, p.DecisionReason)
-	case p.TimedOut || p.ErrorKind == "timed_out" || p.ErrorKind == "cancelled":
+	case p.TimedOut || ledger.ErrorKind(p.ErrorKind) == ledger.KindTimedOut || ledger.ErrorKind(p.ErrorKind) == ledger.KindCancelled:
 		return fmt.Errorf("it ended %s, which depends on the wall clock or on a cancellation, not only on its input", p.ErrorKind)
 	}
 	if _, ok := p.Enforcement["module_digest"].(string); !ok {
@@ -248,7 +249,7 @@ func compare(st *attest.Statement, r wasmrun.Replayed) replayReport {
 
 func outcome(errorKind string) string {
 	if errorKind == "" {
-		return "succeeded"
+		return string(ledger.StateSucceeded)
 	}
 	return "failed: " + errorKind
 }
