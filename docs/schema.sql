@@ -2355,8 +2355,10 @@ CREATE FUNCTION ledger.register_waiter(executor text) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    INSERT INTO ledger.queue_waiters AS w (executor) VALUES (register_waiter.executor)
-    ON CONFLICT (executor) DO UPDATE SET since = clock_timestamp()
+    DELETE FROM ledger.queue_waiters w
+    WHERE w.registration IN (SELECT x.registration FROM ledger.queue_waiters x
+                             WHERE x.executor = register_waiter.executor FOR UPDATE SKIP LOCKED);
+    INSERT INTO ledger.queue_waiters (executor) VALUES (register_waiter.executor);
 $$;
 
 
@@ -3174,7 +3176,9 @@ CREATE FUNCTION ledger.unregister_waiter(executor text) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    DELETE FROM ledger.queue_waiters w WHERE w.executor = unregister_waiter.executor
+    DELETE FROM ledger.queue_waiters w
+    WHERE w.registration IN (SELECT x.registration FROM ledger.queue_waiters x
+                             WHERE x.executor = unregister_waiter.executor FOR UPDATE SKIP LOCKED);
 $$;
 
 
@@ -3250,8 +3254,8 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    WITH taken AS (SELECT x.executor FROM ledger.queue_waiters x FOR UPDATE SKIP LOCKED)
-    DELETE FROM ledger.queue_waiters w USING taken t WHERE w.executor = t.executor;
+    WITH taken AS (SELECT x.registration FROM ledger.queue_waiters x FOR UPDATE SKIP LOCKED)
+    DELETE FROM ledger.queue_waiters w USING taken t WHERE w.registration = t.registration;
     IF FOUND THEN
         PERFORM pg_notify('ledger_request_pending', '');
     END IF;
@@ -3635,7 +3639,8 @@ COMMENT ON TABLE ledger.queue IS 'Requests that are not final; the claim index m
 
 CREATE UNLOGGED TABLE ledger.queue_waiters (
     executor text NOT NULL,
-    since timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+    since timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    registration bigint NOT NULL
 );
 
 
@@ -3643,7 +3648,21 @@ CREATE UNLOGGED TABLE ledger.queue_waiters (
 -- Name: TABLE queue_waiters; Type: COMMENT; Schema: ledger; Owner: -
 --
 
-COMMENT ON TABLE ledger.queue_waiters IS 'Idle executors asking submit to NOTIFY ledger_request_pending.';
+COMMENT ON TABLE ledger.queue_waiters IS 'Idle executors asking submit to NOTIFY ledger_request_pending: one row per registration, which the submit that wakes them deletes.';
+
+
+--
+-- Name: queue_waiters_registration_seq; Type: SEQUENCE; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.queue_waiters ALTER COLUMN registration ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME ledger.queue_waiters_registration_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -4088,7 +4107,7 @@ ALTER TABLE ONLY ledger.queue
 --
 
 ALTER TABLE ONLY ledger.queue_waiters
-    ADD CONSTRAINT queue_waiters_pkey PRIMARY KEY (executor);
+    ADD CONSTRAINT queue_waiters_pkey PRIMARY KEY (registration);
 
 
 --

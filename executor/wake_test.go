@@ -114,3 +114,34 @@ func TestEveryIdleExecutorWakes(t *testing.T) {
 		t.Errorf("the echo ended at %s, after the sleep (%s): the idle executor was not woken", fast.FinishedAt, s.FinishedAt)
 	}
 }
+
+// TestOpenSubmitTransactionDoesNotStopExecutors: a submitter that keeps
+// its transaction open after ledger.submit holds the registration its
+// submit took, as long as it likes. Executors must neither wait for it
+// (registering and unregistering never wait on a row another transaction
+// holds) nor be silenced for longer than their poll interval: requests
+// submitted meanwhile run, one after another.
+func TestOpenSubmitTransactionDoesNotStopExecutors(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil) // polls every 200 ms
+	ctx := context.Background()
+	time.Sleep(500 * time.Millisecond) // idle: registered
+	holder, err := e.aliceSQL.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `SELECT ledger.submit('echo', '{"text": "held"}')`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		id := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "meanwhile"}})
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		r, err := e.alice.Await(actx, id)
+		cancel()
+		if err != nil || r.State != ledger.StateSucceeded {
+			t.Fatalf("request %d while a submit transaction stays open: %+v, %v", i+1, r, err)
+		}
+		time.Sleep(300 * time.Millisecond) // idle again: the executor registers again
+	}
+}

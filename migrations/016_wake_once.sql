@@ -13,8 +13,42 @@
 -- registers again. A row another submit is deleting is skipped, not
 -- waited for: that submit's NOTIFY wakes the executor, whose claims then
 -- see this request (it has committed, or it began before the executor's
--- next registration, whose horizon wait covers it; a NOTIFY lost to a
--- rollback is covered by the poll interval, as any lost NOTIFY is).
+-- next registration, whose horizon wait covers it). A NOTIFY that never
+-- comes (the other submitter rolls back, or keeps its transaction open)
+-- is covered by the executor's poll interval, as any lost NOTIFY is.
+
+-- A registration is a row of its own, never updated in place, and the
+-- executor's functions skip rows another transaction holds: a submit that
+-- took a registration locks its row until the submitter's transaction
+-- ends, which its caller may put off as long as it likes, and an upsert or
+-- a delete of that row would wait for it (an executor's claim loop stuck
+-- behind any submitter's open transaction). A row left locked is the
+-- holder's to delete; if it rolls back, the row is a stale registration,
+-- and the next submit takes it and NOTIFYs once for nothing.
+ALTER TABLE ledger.queue_waiters DROP CONSTRAINT queue_waiters_pkey;
+ALTER TABLE ledger.queue_waiters ADD COLUMN registration bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY;
+COMMENT ON TABLE ledger.queue_waiters IS 'Idle executors asking submit to NOTIFY ledger_request_pending: one row per registration, which the submit that wakes them deletes.';
+
+CREATE OR REPLACE FUNCTION ledger.register_waiter(executor text) RETURNS void
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    DELETE FROM ledger.queue_waiters w
+    WHERE w.registration IN (SELECT x.registration FROM ledger.queue_waiters x
+                             WHERE x.executor = register_waiter.executor FOR UPDATE SKIP LOCKED);
+    INSERT INTO ledger.queue_waiters (executor) VALUES (register_waiter.executor);
+$$;
+
+CREATE OR REPLACE FUNCTION ledger.unregister_waiter(executor text) RETURNS void
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    DELETE FROM ledger.queue_waiters w
+    WHERE w.registration IN (SELECT x.registration FROM ledger.queue_waiters x
+                             WHERE x.executor = unregister_waiter.executor FOR UPDATE SKIP LOCKED);
+$$;
 
 CREATE FUNCTION ledger.wake_waiters() RETURNS void
 LANGUAGE plpgsql
@@ -27,8 +61,8 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    WITH taken AS (SELECT x.executor FROM ledger.queue_waiters x FOR UPDATE SKIP LOCKED)
-    DELETE FROM ledger.queue_waiters w USING taken t WHERE w.executor = t.executor;
+    WITH taken AS (SELECT x.registration FROM ledger.queue_waiters x FOR UPDATE SKIP LOCKED)
+    DELETE FROM ledger.queue_waiters w USING taken t WHERE w.registration = t.registration;
     IF FOUND THEN
         PERFORM pg_notify('ledger_request_pending', '');
     END IF;
