@@ -1029,6 +1029,7 @@ CREATE FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx
     FROM ledger.events e
     WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
       AND e.tx_id >= p_from_tx AND e.tx_id <= p_to_tx AND e.type = ANY(p_types)
+      AND ledger.in_record(e.tx_id, e.position)
 $$;
 
 
@@ -1302,6 +1303,26 @@ CREATE FUNCTION ledger.heartbeat(request_ids uuid[], claim_ids uuid[], lease int
     FROM held WHERE q.id = held.id
     RETURNING q.id, q.cancel_requested
 $$;
+
+
+--
+-- Name: in_record(xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.in_record(p_tx xid8, p_pos bigint) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT p_tx < pg_snapshot_xmax(pg_current_snapshot())
+       AND ((p_tx, p_pos) > (SELECT p.tx_id, p.position FROM ledger.projections p WHERE p.name = 'log')
+            OR EXISTS (SELECT 1 FROM ledger.log_leaves l WHERE l.position = p_pos AND l.tx_id = p_tx))
+$$;
+
+
+--
+-- Name: FUNCTION in_record(p_tx xid8, p_pos bigint); Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON FUNCTION ledger.in_record(p_tx xid8, p_pos bigint) IS 'Whether an event may be presented as the record: a leaf, or not yet passed by the sealer.';
 
 
 --
@@ -1621,6 +1642,39 @@ CREATE FUNCTION ledger.log_publish(p_size bigint) RETURNS boolean
 BEGIN
     UPDATE ledger.checkpoints SET published_at = clock_timestamp() WHERE size = p_size AND published_at IS NULL;
     RETURN FOUND;
+END $$;
+
+
+--
+-- Name: log_record_faults(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.log_record_faults(OUT recorded bigint, OUT present bigint) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_ver bigint;
+BEGIN
+    PERFORM 1 FROM ledger.projections p WHERE p.name = 'log' FOR UPDATE;
+    SELECT coalesce(max(e.version), 0) INTO v_ver FROM ledger.events e WHERE e.stream = 'log';
+    WITH found AS MATERIALIZED (
+        SELECT * FROM ledger.unsealed_events(1000)
+    ), fresh AS (
+        INSERT INTO ledger.log_faults (tx_id, "position", stream, version, type, reason)
+        SELECT u.tx_id, u.position, u.stream, u.version, u.type, u.reason FROM found u
+        ON CONFLICT DO NOTHING
+        RETURNING *
+    ), appended AS (
+        INSERT INTO ledger.events (stream, version, type, payload, metadata)
+        SELECT 'log', v_ver + row_number() OVER (ORDER BY f.tx_id, f.position), 'log.unsealed_event',
+               json_build_object('tx_id', f.tx_id::text, 'position', f.position, 'stream', f.stream, 'version', f.version,
+                                 'type', f.type, 'reason', f.reason),
+               json_build_object('actor', session_user)
+        FROM fresh f
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM appended), (SELECT count(*) FROM found) INTO recorded, present;
 END $$;
 
 
@@ -2309,6 +2363,7 @@ CREATE FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events
     FROM ledger.events e
     WHERE (e.tx_id, e.position) > (after_tx, after_position)
       AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+      AND ledger.in_record(e.tx_id, e.position)
     ORDER BY e.tx_id, e.position
     LIMIT max_events
 $$;
@@ -3183,6 +3238,29 @@ $$;
 
 
 --
+-- Name: unsealed_events(integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.unsealed_events(p_limit integer DEFAULT 1000) RETURNS TABLE(tx_id xid8, "position" bigint, stream text, version bigint, type text, recorded_at timestamp with time zone, reason text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.recorded_at,
+           CASE WHEN e.tx_id >= pg_snapshot_xmax(pg_current_snapshot()) THEN 'future_transaction' ELSE 'behind_sealer' END
+    FROM ledger.events e
+    WHERE NOT ledger.in_record(e.tx_id, e.position)
+    ORDER BY e.tx_id, e.position
+    LIMIT greatest(p_limit, 1)
+$$;
+
+
+--
+-- Name: FUNCTION unsealed_events(p_limit integer); Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON FUNCTION ledger.unsealed_events(p_limit integer) IS 'Events the Merkle log has passed without sealing, or that claim a future transaction id: forgeries (fault unsealed_event).';
+
+
+--
 -- Name: usage_refusal(text, text); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -3358,6 +3436,29 @@ ALTER TABLE ledger.events ALTER COLUMN "position" ADD GENERATED ALWAYS AS IDENTI
     NO MAXVALUE
     CACHE 1
 );
+
+
+--
+-- Name: log_faults; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.log_faults (
+    tx_id xid8 NOT NULL,
+    "position" bigint NOT NULL,
+    stream text NOT NULL,
+    version bigint NOT NULL,
+    type text NOT NULL,
+    reason text NOT NULL,
+    found_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT log_faults_reason_check CHECK ((reason = ANY (ARRAY['behind_sealer'::text, 'future_transaction'::text])))
+);
+
+
+--
+-- Name: TABLE log_faults; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.log_faults IS 'Merkle log: events found in ledger.events below the sealed horizon but outside the tree (each also a log.unsealed_event).';
 
 
 --
@@ -4039,6 +4140,14 @@ ALTER TABLE ONLY ledger.events
 
 
 --
+-- Name: log_faults log_faults_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.log_faults
+    ADD CONSTRAINT log_faults_pkey PRIMARY KEY (tx_id, "position");
+
+
+--
 -- Name: log_leaves log_leaves_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
 --
 
@@ -4380,6 +4489,24 @@ ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_truncate;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON ledger.events FOR EACH ROW EXECUTE FUNCTION ledger.refuse_change();
 
 ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_update;
+
+
+--
+-- Name: log_faults log_faults_append_only; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER log_faults_append_only BEFORE DELETE OR UPDATE ON ledger.log_faults FOR EACH ROW EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.log_faults ENABLE ALWAYS TRIGGER log_faults_append_only;
+
+
+--
+-- Name: log_faults log_faults_no_truncate; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER log_faults_no_truncate BEFORE TRUNCATE ON ledger.log_faults FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_log_change();
+
+ALTER TABLE ledger.log_faults ENABLE ALWAYS TRIGGER log_faults_no_truncate;
 
 
 --
@@ -4820,6 +4947,16 @@ GRANT ALL ON FUNCTION ledger.heartbeat(request_ids uuid[], claim_ids uuid[], lea
 
 
 --
+-- Name: FUNCTION in_record(p_tx xid8, p_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.in_record(p_tx xid8, p_pos bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.in_record(p_tx xid8, p_pos bigint) TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.in_record(p_tx xid8, p_pos bigint) TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.in_record(p_tx xid8, p_pos bigint) TO ledger_admin;
+
+
+--
 -- Name: FUNCTION insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -4911,6 +5048,14 @@ GRANT ALL ON FUNCTION ledger.log_cosign(p_size bigint, p_key_name text, p_key_ha
 
 REVOKE ALL ON FUNCTION ledger.log_publish(p_size bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.log_publish(p_size bigint) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION log_record_faults(OUT recorded bigint, OUT present bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.log_record_faults(OUT recorded bigint, OUT present bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.log_record_faults(OUT recorded bigint, OUT present bigint) TO ledger_executor;
 
 
 --
@@ -5266,6 +5411,16 @@ GRANT ALL ON FUNCTION ledger.unregister_waiter(executor text) TO ledger_executor
 
 
 --
+-- Name: FUNCTION unsealed_events(p_limit integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.unsealed_events(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.unsealed_events(p_limit integer) TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.unsealed_events(p_limit integer) TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.unsealed_events(p_limit integer) TO ledger_admin;
+
+
+--
 -- Name: FUNCTION usage_refusal(p_type text, p_payload text); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -5311,6 +5466,15 @@ GRANT SELECT ON TABLE ledger.checkpoint_cosignatures TO ledger_admin;
 GRANT SELECT ON TABLE ledger.checkpoints TO ledger_executor;
 GRANT SELECT ON TABLE ledger.checkpoints TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.checkpoints TO ledger_admin;
+
+
+--
+-- Name: TABLE log_faults; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.log_faults TO ledger_executor;
+GRANT SELECT ON TABLE ledger.log_faults TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.log_faults TO ledger_admin;
 
 
 --

@@ -47,7 +47,10 @@ FROM ledger.lock_unattested($1)`
 	queryHorizon       = `SELECT pg_snapshot_xmax(pg_current_snapshot())::text`
 	queryHorizonPassed = `SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8`
 
-	queryLastPolicyDigest = `SELECT payload ->> 'policy_digest' FROM ledger.events WHERE stream = 'policy'
+	// queryLastPolicyDigest reads the newest policy.published that is part
+	// of the record (ledger.in_record: not one written behind the sealer).
+	queryLastPolicyDigest = `SELECT payload ->> 'policy_digest' FROM ledger.events
+WHERE stream = 'policy' AND ledger.in_record(tx_id, position)
 ORDER BY version DESC LIMIT 1`
 )
 

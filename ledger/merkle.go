@@ -256,3 +256,38 @@ func AddCosignature(ctx context.Context, db DBTX, size uint64, s Cosignature) (b
 	}
 	return added, nil
 }
+
+// UnsealedEvent is a row of ledger.events that the Merkle log will never
+// seal: the sealer's cursor has passed it and it is no leaf
+// (ReasonBehindSealer), or it claims a transaction id no transaction has
+// had yet (ReasonFutureTransaction). Only a writer who bypasses the
+// ledger's functions, a superuser, can make one; no reader presents it
+// as part of the record.
+type UnsealedEvent struct {
+	TxID       uint64
+	Position   int64
+	Stream     string
+	Version    int64
+	Type       string
+	RecordedAt time.Time
+	Reason     string
+}
+
+// Reasons of an UnsealedEvent.
+const (
+	ReasonBehindSealer      = "behind_sealer"
+	ReasonFutureTransaction = "future_transaction"
+)
+
+// UnsealedEvents lists up to limit unsealed events in delivery order.
+func UnsealedEvents(ctx context.Context, db DBTX, limit int) ([]UnsealedEvent, error) {
+	rows, err := db.Query(ctx, queryUnsealedEvents, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: unsealed events: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[UnsealedEvent])
+	if err != nil {
+		return nil, fmt.Errorf("ledger: unsealed events: %w", err)
+	}
+	return out, nil
+}

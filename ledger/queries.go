@@ -14,6 +14,17 @@ const (
 	queryReadStream = `SELECT ` + eventColumns + ` FROM ledger.events
 WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3`
 
+	// queryReadStreamSealed is queryReadStream with each event's leaf and
+	// whether it is an unsealed event (migration 017).
+	queryReadStreamSealed = `SELECT e.position, e.tx_id::text::bigint, e.stream, e.version, e.type, e.payload::text,
+       e.metadata::text, e.recorded_at, e.hash, l.leaf_index,
+       CASE WHEN ledger.in_record(e.tx_id, e.position) THEN ''
+            WHEN e.tx_id >= pg_snapshot_xmax(pg_current_snapshot()) THEN 'future_transaction'
+            ELSE 'behind_sealer' END
+FROM ledger.events e
+LEFT JOIN ledger.log_leaves l ON l.position = e.position AND l.tx_id = e.tx_id
+WHERE e.stream = $1 AND e.version > $2 ORDER BY e.version LIMIT $3`
+
 	queryReadAll = `SELECT ` + eventColumns + ` FROM ledger.read_all($1::xid8, $2, $3)`
 
 	querySubmit = `SELECT ledger.submit($1, $2::jsonb, $3, $4, $5::jsonb)`
@@ -68,8 +79,16 @@ ORDER BY c.size DESC LIMIT 16`
 	// queryUnsignedEvents counts the leaves after the newest checkpoint
 	// that are not checkpoint.signed events: a checkpoint's own event must
 	// not be what calls for the next one.
-	queryUnsignedEvents = `SELECT count(*) FROM ledger.log_leaves l JOIN ledger.events e USING ("position")
+	queryUnsignedEvents = `SELECT count(*) FROM ledger.log_leaves l JOIN ledger.events e USING (tx_id, "position")
 WHERE l.leaf_index >= $1 AND e.type <> 'checkpoint.signed'`
+
+	// queryLogRecordFaults records the events below the sealed horizon
+	// that are not leaves (migration 017).
+	queryLogRecordFaults = `SELECT recorded, present FROM ledger.log_record_faults()`
+
+	// queryUnsealedEvents lists them, without recording them.
+	queryUnsealedEvents = `SELECT tx_id::text::bigint, "position", stream, version, type, recorded_at, reason
+FROM ledger.unsealed_events($1)`
 
 	// queryLogBehind counts the events read_all could deliver after the
 	// log's checkpoint (capped) and the age of the first.

@@ -31,6 +31,13 @@ type SealerConfig struct {
 	// witnesses a checkpoint is published as it is signed.
 	Witnesses []note.Verifier
 	Quorum    int
+	// AuditInterval: how often the sealer looks for events below its
+	// cursor that are not leaves (UnsealedEvents), records each new one
+	// (ledger.log_faults, a log.unsealed_event) and sets the
+	// execledger_log_unsealed_events gauge (default 1 min; the first look
+	// is at the first Tick). The look is one anti-join of ledger.events
+	// with the leaves.
+	AuditInterval time.Duration
 	// Registerer receives the log's gauges; nil registers none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
@@ -45,6 +52,9 @@ func (c SealerConfig) withDefaults() SealerConfig {
 	}
 	if c.Quorum <= 0 || c.Quorum > len(c.Witnesses) {
 		c.Quorum = len(c.Witnesses)
+	}
+	if c.AuditInterval <= 0 {
+		c.AuditInterval = time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -71,8 +81,9 @@ type Sealer struct {
 	signed   uint64
 	signedAt time.Time
 	waiting  int64
-	// observed is when Tick last published and refreshed the gauges.
-	observed time.Time
+	// observed is when Tick last published and refreshed the gauges,
+	// audited when it last looked for unsealed events.
+	observed, audited time.Time
 }
 
 // NewSealer returns a sealer.
@@ -181,6 +192,11 @@ func (s *Sealer) Tick(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 	}
+	if time.Since(s.audited) >= s.cfg.AuditInterval {
+		if err := s.audit(ctx, conn); err != nil {
+			return err
+		}
+	}
 	if time.Since(s.observed) < time.Second {
 		return nil
 	}
@@ -191,6 +207,23 @@ func (s *Sealer) Tick(ctx context.Context, conn *pgx.Conn) error {
 		}
 	}
 	s.observe(ctx, conn)
+	return nil
+}
+
+// audit looks for events the log has passed without sealing them and
+// records the new ones; each is a forgery (see UnsealedEvents), reported
+// at error level and by the gauge until it is gone.
+func (s *Sealer) audit(ctx context.Context, conn *pgx.Conn) error {
+	var recorded, present int64
+	if err := conn.QueryRow(ctx, queryLogRecordFaults).Scan(&recorded, &present); err != nil {
+		return fmt.Errorf("ledger: look for unsealed events: %w", err)
+	}
+	s.audited = time.Now()
+	s.metrics.setUnsealed(present)
+	if present > 0 {
+		s.cfg.Logger.Error("events below the sealed horizon are not in the Merkle log: ledger.events was written behind the sealer (see ledger.log_faults)",
+			slog.Int64("present", present), slog.Int64("recorded_now", recorded))
+	}
 	return nil
 }
 

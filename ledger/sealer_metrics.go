@@ -12,6 +12,7 @@ import (
 type logMetrics struct {
 	sequenced, integrated, signed, witnessed prometheus.Gauge
 	lag, checkpointTime, witnessedTime       prometheus.Gauge
+	unsealed                                 prometheus.Gauge
 	size                                     uint64 // integrated, for sequenced
 }
 
@@ -30,8 +31,9 @@ func newLogMetrics(reg prometheus.Registerer) *logMetrics {
 		lag:            g("execledger_log_lag_seconds", "Age of the oldest committed event not yet sealed; 0 when caught up."),
 		checkpointTime: g("execledger_log_checkpoint_timestamp_seconds", "When the newest checkpoint was signed (Unix time)."),
 		witnessedTime:  g("execledger_log_witnessed_checkpoint_timestamp_seconds", "When the newest published checkpoint was signed (Unix time): behind the newest checkpoint's while the witnesses have not cosigned it."),
+		unsealed:       g("execledger_log_unsealed_events", "Events in ledger.events below the sealed horizon that are not leaves of the Merkle log (or claim a future transaction id), at the sealer's last audit: forgeries; 0 on a sound ledger."),
 	}
-	reg.MustRegister(m.sequenced, m.integrated, m.signed, m.witnessed, m.lag, m.checkpointTime, m.witnessedTime)
+	reg.MustRegister(m.sequenced, m.integrated, m.signed, m.witnessed, m.lag, m.checkpointTime, m.witnessedTime, m.unsealed)
 	return m
 }
 
@@ -64,4 +66,10 @@ func (m *logMetrics) setBehind(behind int64, lag float64) {
 	}
 	m.sequenced.Set(float64(m.size) + float64(behind))
 	m.lag.Set(lag)
+}
+
+func (m *logMetrics) setUnsealed(n int64) {
+	if m != nil {
+		m.unsealed.Set(float64(n))
+	}
 }

@@ -260,6 +260,41 @@ func readAll(ctx context.Context, db DBTX, query string, after Cursor, limit int
 	return collectEvents(rows)
 }
 
+// StreamEvent is an event of a stream with its place in the Merkle log.
+type StreamEvent struct {
+	Event
+	// Leaf is the event's leaf index; nil while it is not sealed.
+	Leaf *int64
+	// Unsealed is, for an event no leaf will ever cover, why
+	// (ReasonBehindSealer, ReasonFutureTransaction): it is not part of the
+	// record, whatever it says. "" for every other event.
+	Unsealed string
+}
+
+// ReadStreamSealed is ReadStream on db with each event's leaf, for readers
+// that present a stream as the record: they leave out (and name) the
+// events whose Unsealed is set.
+func ReadStreamSealed(ctx context.Context, db DBTX, stream string, after int64, limit int) ([]StreamEvent, error) {
+	rows, err := db.Query(ctx, queryReadStreamSealed, stream, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read stream %q: %w", stream, err)
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StreamEvent, error) {
+		var e StreamEvent
+		var payload, metadata string
+		var hash []byte
+		err := row.Scan(&e.Position, &e.TxID, &e.Stream, &e.Version, &e.Type, &payload, &metadata, &e.RecordedAt, &hash,
+			&e.Leaf, &e.Unsealed)
+		e.Payload, e.Metadata = []byte(payload), []byte(metadata)
+		copy(e.Hash[:], hash)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read stream %q: %w", stream, err)
+	}
+	return events, nil
+}
+
 func collectEvents(rows pgx.Rows) ([]Event, error) {
 	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
 		var e Event

@@ -36,7 +36,11 @@ func newExportCmd(e *env) *cobra.Command {
 		Short: "Write an export bundle of the log, or of some requests, proved against the newest clean published checkpoint",
 		Long: `Export writes a bundle (docs/bundle.md) of the whole log or of whole request streams, proved
 against the newest published checkpoint, for execledger verify to check offline. It needs a
-ledger_auditor login.`,
+ledger_auditor login.
+
+The bundle holds the sealed record only. When ledger.events also holds events below the sealed
+horizon that are not in the Merkle log (written behind the sealer: fault unsealed_event), export
+still writes the bundle, names them on stderr and exits 3.`,
 		Example: `  execledger export --out ledger.bundle
   execledger export --principal alice --since 7d --out alice.bundle
   execledger export --request 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --out one.bundle --force`,
@@ -95,6 +99,14 @@ func runExport(ctx context.Context, e *env, f exportFlags) error {
 		return fail(exitError, "%v", err)
 	}
 	printExportSummary(e.io.out, sum, f.out, n)
+	if len(sum.Forged) > 0 {
+		fmt.Fprintf(e.io.err, "export: WARNING: ledger.events holds events below the sealed horizon that are not in the Merkle log "+
+			"(fault unsealed_event); they are not part of the record and not in the bundle:\n")
+		for _, u := range sum.Forged {
+			fmt.Fprintf(e.io.err, "  %s version %d (%s) at position %d, transaction %d: %s\n", u.Stream, u.Version, u.Type, u.Position, u.TxID, u.Reason)
+		}
+		return exitCode(exitNotOK)
+	}
 	return nil
 }
 

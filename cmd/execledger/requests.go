@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -195,6 +196,18 @@ type trailEvent struct {
 	Position   int64           `json:"position"`
 	Metadata   json.RawMessage `json:"metadata"`
 	Payload    json.RawMessage `json:"payload"`
+	// Leaf is the event's leaf in the Merkle log; absent while it is not
+	// sealed yet.
+	Leaf *int64 `json:"leaf,omitempty"`
+}
+
+// unsealedView is an event of the stream that is below the sealed horizon
+// and no leaf: a forgery, shown apart and never as part of the record.
+type unsealedView struct {
+	Version  int64  `json:"version"`
+	Type     string `json:"type"`
+	Position int64  `json:"position"`
+	Reason   string `json:"reason"`
 }
 
 // attestationView is what show tells of the request's newest attestation.
@@ -213,6 +226,9 @@ type described struct {
 	Decisions   []decision       `json:"decisions"`
 	Events      []trailEvent     `json:"events"`
 	Attestation *attestationView `json:"attestation"`
+	// Unsealed are the stream's events that the Merkle log passed without
+	// sealing (fault unsealed_event): not in Events, not the record.
+	Unsealed []unsealedView `json:"unsealed_events,omitempty"`
 	// LogUnreadable says why the events and the attestation's statement
 	// are missing: the login may not read the log.
 	LogUnreadable string `json:"log_unreadable,omitempty"`
@@ -240,7 +256,7 @@ func showRequest(ctx context.Context, e *env, client *ledger.Client, pool *pgxpo
 	if d.Decisions, err = readDecisions(ctx, pool, id); err != nil {
 		return fail(exitError, "%v", err)
 	}
-	d.Events, err = readTrail(ctx, pool, id)
+	d.Events, d.Unsealed, err = readTrail(ctx, pool, id)
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe) && pe.Code == "42501":
@@ -288,17 +304,24 @@ func readDecisions(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) ([]dec
 // (ten-odd events), unless a tool recorded many (at most 1,000 a call).
 const maxTrail = 5000
 
-func readTrail(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) ([]trailEvent, error) {
-	evs, err := ledger.NewStore(pool).ReadStream(ctx, "request:"+id.String(), 0, maxTrail)
+// readTrail reads the request's stream: its events as the record, and
+// apart from them those that are below the sealed horizon but no leaf.
+func readTrail(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) ([]trailEvent, []unsealedView, error) {
+	evs, err := ledger.ReadStreamSealed(ctx, pool, "request:"+id.String(), 0, maxTrail)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]trailEvent, len(evs))
-	for i, ev := range evs {
-		out[i] = trailEvent{Version: ev.Version, Type: ev.Type, RecordedAt: ev.RecordedAt, Position: ev.Position,
-			Metadata: ev.Metadata, Payload: ev.Payload}
+	out := make([]trailEvent, 0, len(evs))
+	var unsealed []unsealedView
+	for _, ev := range evs {
+		if ev.Unsealed != "" {
+			unsealed = append(unsealed, unsealedView{Version: ev.Version, Type: ev.Type, Position: ev.Position, Reason: ev.Unsealed})
+			continue
+		}
+		out = append(out, trailEvent{Version: ev.Version, Type: ev.Type, RecordedAt: ev.RecordedAt, Position: ev.Position,
+			Metadata: ev.Metadata, Payload: ev.Payload, Leaf: ev.Leaf})
 	}
-	return out, nil
+	return out, unsealed, nil
 }
 
 // newestAttestation reads the last attestation.signed event's envelope: its
@@ -417,17 +440,31 @@ func printDescribed(w io.Writer, d described) error {
 		return nil
 	}
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  VERSION\tTIME\tTYPE\tACTOR\tTRACE")
+	fmt.Fprintln(tw, "  VERSION\tTIME\tTYPE\tACTOR\tTRACE\tLEAF")
 	for _, ev := range d.Events {
 		var m struct {
 			Actor   string `json:"actor"`
 			TraceID string `json:"trace_id"`
 		}
 		_ = json.Unmarshal(ev.Metadata, &m)
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", ev.Version, ev.RecordedAt.UTC().Format(time.RFC3339Nano), ev.Type,
-			orDash(&m.Actor), orDash(&m.TraceID))
+		leaf := "(not sealed yet)"
+		if ev.Leaf != nil {
+			leaf = strconv.FormatInt(*ev.Leaf, 10)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", ev.Version, ev.RecordedAt.UTC().Format(time.RFC3339Nano), ev.Type,
+			orDash(&m.Actor), orDash(&m.TraceID), leaf)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(d.Unsealed) > 0 {
+		fmt.Fprintf(w, "\nWARNING: %d event(s) of this stream are below the sealed horizon but not in the Merkle log: written\n"+
+			"behind the sealer, they are not part of the record and are left out above (fault unsealed_event):\n", len(d.Unsealed))
+		for _, u := range d.Unsealed {
+			fmt.Fprintf(w, "  version %d\t%s at position %d (%s)\n", u.Version, u.Type, u.Position, u.Reason)
+		}
+	}
+	return nil
 }
 
 func truncate(s string, n int) string {

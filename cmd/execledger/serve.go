@@ -224,8 +224,8 @@ func engineProjections(cfg config.Config, svc services, reg prometheus.Registere
 		}
 		s := ledger.NewSealer(ledger.SealerConfig{
 			Signer: svc.note, CheckpointEvery: cfg.Sealer.CheckpointEvery, CheckpointInterval: cfg.Sealer.CheckpointInterval.Duration,
-			Witnesses: svc.witnesses, Quorum: cfg.Sealer.WitnessQuorum, Registerer: reg,
-			Logger: logger.With(slog.String("component", "sealer")),
+			Witnesses: svc.witnesses, Quorum: cfg.Sealer.WitnessQuorum, AuditInterval: cfg.Sealer.AuditInterval.Duration,
+			Registerer: reg, Logger: logger.With(slog.String("component", "sealer")),
 		})
 		p := projector.Sealer(s)
 		p.BatchSize = cfg.Sealer.BatchSize

@@ -156,6 +156,7 @@ type Sealer struct {
 	WitnessKeys        []string `toml:"witness_keys"`        // witness public key files; with any, a checkpoint is published once cosigned by...
 	WitnessQuorum      int      `toml:"witness_quorum"`      // ...this many of them (0: all)
 	BatchSize          int      `toml:"batch_size"`          // events sealed per transaction
+	AuditInterval      Duration `toml:"audit_interval"`      // how often the sealer looks for events below its cursor that are no leaf (unsealed_event)
 }
 
 // Serve configures `execledger serve`.
@@ -203,7 +204,7 @@ func Default() Config {
 			DefaultMaxCallsPerRun: 4, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}, MaxAttempts: 10},
 		Projector: Projector{Enabled: true, BatchSize: 500, PollInterval: Duration{100 * time.Millisecond}},
 		Sealer: Sealer{Enabled: true, CheckpointEvery: 1000, CheckpointInterval: Duration{time.Second},
-			WitnessKeys: []string{}, BatchSize: 1000},
+			WitnessKeys: []string{}, BatchSize: 1000, AuditInterval: Duration{time.Minute}},
 		Policy: Policy{Files: []string{}},
 		Process: Process{Tier: "C", WorkspaceRoot: filepath.Join(".execledger", "workspaces"), AllowedExecutables: []string{},
 			EgressMode: "none", EgressAllowlist: []string{}, MaxTimeout: Duration{30 * time.Second},
@@ -288,6 +289,9 @@ func (c Config) Validate() error {
 	if sl := c.Sealer; sl.CheckpointEvery < 1 || sl.CheckpointInterval.Duration <= 0 || sl.BatchSize < 1 || sl.BatchSize > 100000 ||
 		sl.WitnessQuorum < 0 || sl.WitnessQuorum > len(sl.WitnessKeys) {
 		errs = append(errs, errors.New("sealer: checkpoint_every must be at least 1, checkpoint_interval positive, batch_size between 1 and 100000, and witness_quorum between 0 and the number of witness_keys"))
+	}
+	if c.Sealer.AuditInterval.Duration < time.Second {
+		errs = append(errs, errors.New("sealer.audit_interval: must be at least 1s (each audit is a scan of ledger.events)"))
 	}
 	if c.Serve.QuotaMetricsTopK < 1 || c.Serve.QuotaMetricsTopK > 1000 {
 		errs = append(errs, fmt.Errorf("serve.quota_metrics_top_k: %d is not between 1 and 1000", c.Serve.QuotaMetricsTopK))

@@ -41,7 +41,14 @@ type Summary struct {
 	// in the bundle).
 	Selected int64
 	Unsealed int64
+	// Forged are events of ledger.events the log has passed without
+	// sealing them (ledger.UnsealedEvents; the first few): the bundle,
+	// which holds the sealed record, leaves them out, and says so here.
+	Forged []ledger.UnsealedEvent
 }
+
+// forgedListed is how many unsealed events a Summary names.
+const forgedListed = 20
 
 func (o Options) wait() time.Duration {
 	switch {
@@ -87,6 +94,9 @@ func Export(ctx context.Context, db ledger.DBTX, opts Options, w *bundle.Writer)
 		return sum, err
 	}
 	sum.Events, sum.Requests, sum.Checkpoints, sum.Ranges = p.events, p.requests, p.written, p.ranges
+	if sum.Forged, err = ledger.UnsealedEvents(ctx, db, forgedListed); err != nil {
+		return sum, fmt.Errorf("export: %w", err)
+	}
 	return sum, nil
 }
 
