@@ -28,7 +28,8 @@ import (
 // tampered is a ledger whose requests are final, attested and sealed.
 type tampered struct {
 	*transparency
-	ids []uuid.UUID // alice's echo calls, ids[i] with input {"text": "hi i"}
+	ids    []uuid.UUID // alice's echo calls, ids[i] with input {"text": "hi i"}
+	denied uuid.UUID   // bob's echo, denied by policy
 }
 
 // sealedLedger runs a few requests to their sealed end. With stopFirst
@@ -55,6 +56,7 @@ func sealedLedger(t *testing.T, stopFirst bool) *tampered {
 		awaitFinal(t, x.alice, id)
 	}
 	awaitFinal(t, x.bob, bob)
+	x.denied = bob
 	if !stopFirst {
 		x.awaitSealed(t)
 		x.stopSeal()

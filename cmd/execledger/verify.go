@@ -40,7 +40,9 @@ func newVerifyCmd(e *env) *cobra.Command {
   verify BUNDLE --log-key K --attest-key K [--attest-key K...] [--witness-key K...]
       an export bundle, offline, no database
   verify --db --log-key K --attest-key K [--witness-key K...] [--wait D]
-      the live database's log from its first leaf, then every final request of the read model
+      the live database's log from its first leaf; that no event lies below the sealed horizon
+      outside the tree; every attested request of the read model against its sealed attestation;
+      every read model table against its rebuild from the log
   verify ATTESTATION.json --attest-key K [--attest-key K...]
       one DSSE attestation envelope
   verify --replay ID [--pubkey FILE]
@@ -229,7 +231,8 @@ func runVerifyDB(ctx context.Context, e *env, cfgPath string, k verifyKeyFlags, 
 			if len(m.PendingRequests) > 0 {
 				fmt.Fprintf(w, ": %s", strings.Join(m.PendingRequests, " "))
 			}
-			fmt.Fprintln(w)
+			fmt.Fprintf(w, "\nread model: %d attested requests match their sealed attestation; tables equal to their rebuild from the log: %s\n",
+				m.Compared, strings.Join(m.Tables, ", "))
 		}
 	})
 }

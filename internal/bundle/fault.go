@@ -36,6 +36,15 @@ const (
 	// MissingAttestation: a request's final outcome without the
 	// attestation that signs it.
 	MissingAttestation = "missing_attestation"
+	// UnsealedEvent (verify --db only): a row of ledger.events below the
+	// sealed horizon that is no leaf of the Merkle log, or that claims a
+	// transaction id no transaction has had: written behind the sealer.
+	UnsealedEvent = "unsealed_event"
+	// ReadModelDiffers (verify --db only): a read model row that is not
+	// what the sealed log says: a final request whose state, error kind,
+	// tier or output is not its sealed attestation's, or a table that
+	// differs from its rebuild from the log.
+	ReadModelDiffers = "read_model_differs"
 	// Malformed: a line that is not a bundle record, a record out of
 	// place, a bundle cut short.
 	Malformed = "malformed"

@@ -164,7 +164,7 @@ WHERE state IN ('succeeded', 'failed', 'denied', 'cancelled')`
 FROM ledger.requests r
 LEFT JOIN LATERAL (
     SELECT e.payload ->> 'attestation_digest' AS digest,
-           (SELECT l.leaf_index FROM ledger.log_leaves l WHERE l.position = e.position) AS leaf_index
+           (SELECT l.leaf_index FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id) AS leaf_index
     FROM ledger.events e
     WHERE e.stream = 'request:' || r.id::text AND e.type = 'attestation.signed'
     ORDER BY e.version DESC
@@ -174,4 +174,37 @@ WHERE r.state IN ('succeeded', 'failed', 'denied', 'cancelled')
   AND (a.digest IS NULL OR a.leaf_index IS NULL OR a.leaf_index >= $1
        OR a.digest IS DISTINCT FROM r.attestation_digest)
 ORDER BY r.finished_at, r.id`
+
+	// queryAttestedRequests reads the requests after id $2 (up to $3)
+	// whose stream holds an attestation sealed below leaf $1: the row's
+	// state, error kind, tier and attestation digest, the newest such
+	// attestation (envelope and digest), and whether the row's output is
+	// that of the stream's sealed execution.finished (none: no output).
+	queryAttestedRequests = `SELECT r.id::text, r.state, r.error_kind, r.tier, r.attestation_digest, a.envelope, a.digest,
+       r.output IS NOT DISTINCT FROM f.output
+FROM ledger.requests r
+JOIN LATERAL (
+    SELECT e.payload ->> 'envelope' AS envelope, e.payload ->> 'attestation_digest' AS digest
+    FROM ledger.events e
+    JOIN ledger.log_leaves l ON l.position = e.position AND l.tx_id = e.tx_id AND l.leaf_index < $1
+    WHERE e.stream = 'request:' || r.id::text AND e.type = 'attestation.signed'
+    ORDER BY e.version DESC
+    LIMIT 1
+) a ON true
+LEFT JOIN LATERAL (
+    SELECT nullif((e.payload -> 'output')::jsonb, 'null'::jsonb) AS output
+    FROM ledger.events e
+    JOIN ledger.log_leaves l ON l.position = e.position AND l.tx_id = e.tx_id AND l.leaf_index < $1
+    WHERE e.stream = 'request:' || r.id::text AND e.type = 'execution.finished'
+    ORDER BY e.version
+    LIMIT 1
+) f ON true
+WHERE r.id > $2::uuid
+ORDER BY r.id
+LIMIT $3`
+
+	// queryRebuildable names the read models that can be rebuilt from
+	// the log and compared (not the log itself).
+	queryRebuildable = `SELECT name FROM ledger.projections
+WHERE mode IN ('inline', 'async') AND cardinality(tables) > 0 ORDER BY name`
 )

@@ -7,6 +7,7 @@ import (
 
 	"github.com/execledger/execledger/internal/bundle"
 	"github.com/execledger/execledger/ledger"
+	"github.com/execledger/execledger/projector"
 )
 
 // DefaultPendingAfter is how long after a request ended VerifyDB lets its
@@ -41,10 +42,15 @@ type DBReport struct {
 	ReadModel ReadModel `json:"read_model"`
 }
 
-// ReadModel is what the check of ledger.requests against the log found.
+// ReadModel is what the check of the read models against the log found.
 type ReadModel struct {
 	Checked bool  `json:"checked"` // false when the log's verification failed first
 	Final   int64 `json:"final"`   // final requests in ledger.requests
+	// Compared is how many requests were compared field by field with
+	// their sealed attestation; Tables the read model tables compared
+	// with their rebuild from the log.
+	Compared int64    `json:"compared"`
+	Tables   []string `json:"tables,omitempty"`
 	// Pending are final requests whose attestation is not (yet) sealed
 	// under the checkpoint: ended within PendingAfter, or attested but not
 	// sealed yet. The first few are named.
@@ -55,12 +61,19 @@ type ReadModel struct {
 // VerifyDB verifies the live log as an export of it would be verified:
 // every leaf from 0 against the newest clean checkpoint (published or
 // not; the newest when none is clean after opts.Wait), record by record
-// through bundle.VerifyRecords, with no file. When the log verifies, it
-// checks the requests read model against it: every final row of
-// ledger.requests must name, as attestation_digest, the attestation its
-// stream holds under the checkpoint (MissingAttestation, naming the
-// request, when not).
-func VerifyDB(ctx context.Context, db ledger.DBTX, keys bundle.Keys, opts VerifyOptions) (DBReport, error) {
+// through bundle.VerifyRecords, with no file. When the log verifies:
+//   - no row of ledger.events may be below the sealed horizon without
+//     being a leaf (UnsealedEvent);
+//   - every final row of ledger.requests must name, as attestation_digest,
+//     the attestation its stream holds under the checkpoint
+//     (MissingAttestation, naming the request, when not);
+//   - every request with a sealed attestation must have the state, error
+//     kind, tier and output that attestation signs (ReadModelDiffers);
+//   - every SQL read model must equal its rebuild from the log
+//     (ReadModelDiffers, naming the table and its first differing row).
+//
+// db must allow concurrent queries (a pool).
+func VerifyDB(ctx context.Context, db projector.Verifier, keys bundle.Keys, opts VerifyOptions) (DBReport, error) {
 	var rep DBReport
 	wait := Options{Wait: opts.Wait}.wait()
 	ch, err := (&chooser{db: db, wait: wait, anyway: true}).choose(ctx)
@@ -94,41 +107,58 @@ func VerifyDB(ctx context.Context, db ledger.DBTX, keys bundle.Keys, opts Verify
 	if after <= 0 {
 		after = DefaultPendingAfter
 	}
-	if err := checkReadModel(ctx, db, cp.Size, after, &rep); err != nil {
-		return rep, err
+	for _, check := range []func() (*bundle.Fault, error){
+		func() (*bundle.Fault, error) { return checkUnsealed(ctx, db) },
+		func() (*bundle.Fault, error) { return checkReadModel(ctx, db, cp.Size, after, &rep) },
+		func() (f *bundle.Fault, err error) {
+			f, rep.ReadModel.Compared, err = checkAttested(ctx, db, cp.Size)
+			return f, err
+		},
+		func() (f *bundle.Fault, err error) {
+			f, rep.ReadModel.Tables, err = checkRebuilds(ctx, db)
+			return f, err
+		},
+	} {
+		f, err := check()
+		if err != nil {
+			return rep, err
+		}
+		if f != nil {
+			rep.OK, rep.Fault = false, f
+			return rep, nil
+		}
 	}
+	rep.ReadModel.Checked = true
 	return rep, nil
 }
 
-// checkReadModel checks the final rows of ledger.requests against the
-// log below size.
-func checkReadModel(ctx context.Context, db ledger.DBTX, size uint64, after time.Duration, rep *DBReport) error {
+// checkReadModel checks that the final rows of ledger.requests name the
+// attestations the log sealed below size, and counts those pending.
+func checkReadModel(ctx context.Context, db ledger.DBTX, size uint64, after time.Duration, rep *DBReport) (*bundle.Fault, error) {
 	if err := db.QueryRow(ctx, queryFinalRequests).Scan(&rep.ReadModel.Final); err != nil {
-		return fmt.Errorf("export: read model: %w", err)
+		return nil, fmt.Errorf("export: read model: %w", err)
 	}
 	rows, err := db.Query(ctx, queryReadModelFaults, int64(size), after.Seconds())
 	if err != nil {
-		return fmt.Errorf("export: read model: %w", err)
+		return nil, fmt.Errorf("export: read model: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var r readModelRow
 		if err := rows.Scan(&r.id, &r.state, &r.digest, &r.finishedAt, &r.recent, &r.logDigest, &r.leaf); err != nil {
-			return fmt.Errorf("export: read model: %w", err)
+			return nil, fmt.Errorf("export: read model: %w", err)
 		}
 		if f := r.fault(size); f != nil {
-			rep.OK, rep.Fault = false, f
-			return nil
+			return f, nil
 		}
 		if rep.ReadModel.Pending++; len(rep.ReadModel.PendingRequests) < pendingListed {
 			rep.ReadModel.PendingRequests = append(rep.ReadModel.PendingRequests, r.id)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("export: read model: %w", err)
+		return nil, fmt.Errorf("export: read model: %w", err)
 	}
-	rep.ReadModel.Checked = true
-	return nil
+	return nil, nil
 }
 
 // readModelRow is a final request whose attestation is not the one the
