@@ -96,10 +96,8 @@ func (c *claimer) authorize(ctx context.Context, j *job, budgets map[runKey]*bud
 	if j.impl == nil {
 		return deny("support", ledger.KindPolicyDenied, "tool.unsupported", fmt.Sprintf("tool %q is not supported by this executor", j.tool))
 	}
-	req := policy.Request{
-		Principal: j.principal, Tool: j.tool, Channel: j.context.Channel, Device: j.context.Device,
-		ChannelBound: j.channelBound, DeviceBound: j.deviceBound, Session: j.context.Session, RunID: j.runID, Sensitive: c.tools.sensitiveJob(j),
-	}
+	req := j.policyRequest()
+	req.Sensitive = c.tools.sensitiveJob(j)
 	if j.skill != nil {
 		req.Skill, req.SkillVersion, req.SkillPublisher = j.skill.Skill.ID, j.skill.Skill.Version, j.skill.Skill.Publisher
 		req.SkillRequiresApproval, req.Capabilities = j.skill.RequiresApproval, j.skill.Capabilities

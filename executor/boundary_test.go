@@ -384,11 +384,13 @@ func TestApprovalBeforeClaim(t *testing.T) {
 	}
 }
 
-// TestClaimedContextIsNotBound: context.channel and context.device are
-// what the caller says unless an administrator bound them to its login
-// role. A policy that requires the bound flag cannot be satisfied by a
-// claim; a bound role's requests carry the bound value, and a different
-// claimed value is refused.
+// TestClaimedContextIsNotBound: a caller may claim any channel and
+// device; only values an administrator bound to its login role reach
+// Cedar as context.channel / context.device. A policy written before
+// issue 22, which tests the bound flag first, keeps its meaning: a claim
+// cannot satisfy it. A bound role's requests carry the bound value, and a
+// different claimed value is refused. (TestClaimedDeviceIsNotDevice has
+// the policy that does not test the flag.)
 func TestClaimedContextIsNotBound(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)

@@ -324,7 +324,8 @@ func (c *claimer) lockBudgets(ctx context.Context, tx pgx.Tx, jobs []*job) (map[
 	return out, rows.Err()
 }
 
-// decisionEvent records one pipeline decision.
+// decisionEvent records one pipeline decision, with the request's
+// channel and device as policies see them (origin: claimed and bound).
 func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
 	errs := g.decision.Errors
 	if errs == nil {
@@ -349,6 +350,7 @@ func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
 		"policy_digest":        c.policy.Digest(),
 		"sensitive":            c.tools.sensitiveJob(j),
 		"approved":             j.approved,
+		"origin":               j.policyRequest().Origin(),
 	}
 	if g.verdict == verdictDeny {
 		p["error_kind"] = g.errorKind

@@ -51,6 +51,17 @@ func (j *job) call() Call {
 	return Call{RequestID: j.id, Attempt: j.attempt, Principal: j.principal, RunID: j.runID, Input: j.input, Prepared: j.prepared}
 }
 
+// policyRequest is the job as Cedar sees it, without the executor's
+// knowledge of the tool (sensitivity, skill): the channel and device
+// reach policies as bound values only when the submitting login role
+// has them bound, and always as claims (policy.Request.Origin).
+func (j *job) policyRequest() policy.Request {
+	return policy.Request{
+		Principal: j.principal, Tool: j.tool, Session: j.context.Session, RunID: j.runID,
+		Channel: j.context.Channel, Device: j.context.Device, ChannelBound: j.channelBound, DeviceBound: j.deviceBound,
+	}
+}
+
 func (j *job) stream() string { return "request:" + j.id.String() }
 
 // next returns the version the next event of the job's stream takes.

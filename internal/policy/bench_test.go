@@ -25,7 +25,7 @@ func benchPolicies(n int) string {
 }
 
 func BenchmarkAuthorize(b *testing.B) {
-	tool := Request{Principal: "alice", Tool: "process.run", Channel: "cli", Device: "laptop-1", Session: "s1", RunID: "r1", Capabilities: []string{"process_exec", "filesystem_read"}}
+	tool := Request{Principal: "alice", Tool: "process.run", Channel: "cli", Device: "laptop-1", ChannelBound: true, DeviceBound: true, Session: "s1", RunID: "r1", Capabilities: []string{"process_exec", "filesystem_read"}}
 	skill := tool
 	skill.Tool, skill.Skill = "acme.hello", "acme"
 	for _, n := range []int{10, 100} {

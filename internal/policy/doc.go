@@ -32,23 +32,35 @@
 //	ToolGroup::"<prefix>"      no attributes
 //	Skill::"<skill>"           attributes id, version, publisher (String), requires_approval (Bool);
 //	                           only when Request.Skill != ""
-//	Channel::"<channel>"       no attributes; only when Request.Channel != ""
-//	Device::"<device>"         no attributes; only when Request.Device != ""
+//	Channel::"<channel>"       no attributes; only when the channel is bound
+//	Device::"<device>"         no attributes; only when the device is bound
 //
 // Action entities have no parents, so `action in Action::"x"` holds only
 // for action == Action::"x". The engine relies on this to pre-select, at
 // load time, the policies whose action scope can match each action.
 //
-// The context record always carries every key, with "" or false or an
-// empty set for unknown values, so reading a context attribute never errors:
+// The context record carries every key below, with "" or false or an
+// empty set for unknown values, so reading one never errors:
 //
-//	run_id, session_id, channel, device, tool_name, skill_id  String
-//	capabilities                                              Set<String>
-//	is_sensitive_action, channel_bound, device_bound          Bool
+//	run_id, session_id, tool_name, skill_id   String
+//	claimed_channel, claimed_device           String
+//	capabilities                              Set<String>
+//	is_sensitive_action                       Bool
+//	channel_bound, device_bound               Bool
 //
-// channel, device and session_id are what the caller sent, unless
-// channel_bound / device_bound say an administrator bound that value to
-// the caller's login role: only then may a policy trust them.
+// and, only when an administrator bound the value to the caller's login
+// role (ledger.principals; Request.ChannelBound / DeviceBound):
+//
+//	channel, device                           String
+//
+// Safe by default: a caller may claim any channel or device, and a claim
+// reaches Cedar only as claimed_channel / claimed_device (which hold the
+// request's value whether bound or not). A policy that reads
+// context.device where the device is only claimed reads a missing
+// attribute, fails to evaluate, and so denies (see [ReasonEvaluationError]);
+// `context has device && context.device == "x"` tests it without the error.
+// session_id is always the caller's claim. [Request.Origin] returns the
+// channel and device keys as Cedar gets them, for the record.
 //
 // # Policy ids
 //

@@ -60,10 +60,10 @@ func (r Request) entities() *requestEntities {
 			"requires_approval": cedar.Boolean(r.SkillRequiresApproval),
 		})})
 	}
-	if r.Channel != "" {
+	if r.ChannelBound && r.Channel != "" {
 		s.add(cedar.Entity{UID: cedar.NewEntityUID(channelType, cedar.String(r.Channel))})
 	}
-	if r.Device != "" {
+	if r.DeviceBound && r.Device != "" {
 		s.add(cedar.Entity{UID: cedar.NewEntityUID(deviceType, cedar.String(r.Device))})
 	}
 	return s
