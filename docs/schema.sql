@@ -1027,9 +1027,11 @@ CREATE FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx
     AS $$
     SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.payload::jsonb, e.metadata::jsonb, e.recorded_at
     FROM ledger.events e
+    LEFT JOIN (SELECT p.tx_id AS c_tx, p.position AS c_pos FROM ledger.projections p WHERE p.name = 'log') c ON true
     WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
       AND e.tx_id >= p_from_tx AND e.tx_id <= p_to_tx AND e.type = ANY(p_types)
-      AND ledger.in_record(e.tx_id, e.position)
+      AND (c.c_tx IS NULL OR (e.tx_id, e.position) > (c.c_tx, c.c_pos)
+           OR EXISTS (SELECT 1 FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id))
 $$;
 
 
@@ -2361,9 +2363,11 @@ CREATE FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events
     AS $$
     SELECT e.*
     FROM ledger.events e
+    LEFT JOIN (SELECT p.tx_id AS c_tx, p.position AS c_pos FROM ledger.projections p WHERE p.name = 'log') c ON true
     WHERE (e.tx_id, e.position) > (after_tx, after_position)
       AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-      AND ledger.in_record(e.tx_id, e.position)
+      AND (c.c_tx IS NULL OR (e.tx_id, e.position) > (c.c_tx, c.c_pos)
+           OR EXISTS (SELECT 1 FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id))
     ORDER BY e.tx_id, e.position
     LIMIT max_events
 $$;
@@ -3247,7 +3251,10 @@ CREATE FUNCTION ledger.unsealed_events(p_limit integer DEFAULT 1000) RETURNS TAB
     SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.recorded_at,
            CASE WHEN e.tx_id >= pg_snapshot_xmax(pg_current_snapshot()) THEN 'future_transaction' ELSE 'behind_sealer' END
     FROM ledger.events e
-    WHERE NOT ledger.in_record(e.tx_id, e.position)
+    LEFT JOIN (SELECT p.tx_id AS c_tx, p.position AS c_pos FROM ledger.projections p WHERE p.name = 'log') c ON true
+    WHERE (e.tx_id >= pg_snapshot_xmax(pg_current_snapshot())
+           OR ((e.tx_id, e.position) <= (c.c_tx, c.c_pos)
+               AND NOT EXISTS (SELECT 1 FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id)))
     ORDER BY e.tx_id, e.position
     LIMIT greatest(p_limit, 1)
 $$;
