@@ -318,6 +318,51 @@ FROM (SELECT payload ->> 'executor' AS executor, count(*) AS n FROM ledger.event
 	t.Logf("%d requests, each claimed once; claims per executor: %s", n, split)
 }
 
+// TestChaosGracefulStop stops one of two executor processes with SIGTERM
+// while they share a load: once it has exited it holds no claim, and every
+// request ends succeeded, claimed once, without a lease having to expire.
+func TestChaosGracefulStop(t *testing.T) {
+	t.Parallel()
+	n := chaosSize(300, 2000)
+	k := newChaosKit(t)
+	db := testdb.New(t)
+	ctx := context.Background()
+	alice := ledger.NewClient(db.LoginRole(t, "alice", "ledger_submitter").Pool)
+	defer alice.Close()
+	for i := range n {
+		if _, err := alice.Submit(ctx, mixedInput(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := k.startChild(t, db.URL, "exec-a")
+	b := k.startChild(t, db.URL, "exec-b")
+	for finishedCount(t, db.Pool) < n/3 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.terminate(t)
+	var held, claimedByA int
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM ledger.queue WHERE claimed_by = 'exec-a'),
+       (SELECT count(*) FROM ledger.events WHERE type = 'request.claimed' AND payload ->> 'executor' = 'exec-a')`).Scan(&held, &claimedByA); err != nil {
+		t.Fatal(err)
+	}
+	if held != 0 {
+		t.Errorf("exec-a exited on SIGTERM still holding %d claims", held)
+	}
+	waitAllFinal(t, db.Pool, n, 3*time.Minute)
+	b.terminate(t)
+	ran := k.journalCounts(t)
+	for _, o := range k.outcomes(t, db.Pool) {
+		if o.claims != 1 || o.state != "succeeded" || !o.attested || ran[o.id] > 1 {
+			t.Errorf("%s (%s): claimed %d times, %s, attested %v, ran %d", o.id, o.tool, o.claims, o.state, o.attested, ran[o.id])
+		}
+	}
+	var expired int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM ledger.events WHERE type = 'lease.expired'").Scan(&expired); err != nil || expired != 0 {
+		t.Errorf("%d leases expired (%v): a graceful stop left work to rescue", expired, err)
+	}
+	t.Logf("%d requests; exec-a claimed %d before its SIGTERM and left none claimed", n, claimedByA)
+}
+
 // TestChaosPostgresRestart restarts PostgreSQL under load: the executor
 // reconnects and every request, submitted with retries and idempotency
 // keys, ends final exactly once.
