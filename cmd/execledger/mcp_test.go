@@ -1,0 +1,550 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
+)
+
+// mcpEnv is a database with an executor (serve) running, and the logins
+// of the MCP tests: agent (principal agent, a submitter), bob (principal
+// bob, whom the MCP policy lets run echo only), carol (an approver).
+type mcpEnv struct {
+	db                    *testdb.DB
+	agent, bob, carol     *testdb.Role
+	dir                   string
+	mcpPolicy, execPolicy string
+	attestPub, logPub     string
+	serveOut              *syncBuffer
+}
+
+// mcpPolicyText is what execledger mcp lists with.
+const mcpPolicyText = `
+permit (principal == Principal::"agent", action == Action::"tool.execute", resource)
+when { resource == Tool::"echo" || resource == Tool::"sleep" };
+permit (principal == Principal::"bob", action == Action::"tool.execute", resource == Tool::"echo");
+`
+
+// deniedEchoPolicy is an executor's policy published after a session
+// listed its tools: it forbids agent's echo, which the session lists.
+const deniedEchoPolicy = mcpPolicyText + `
+forbid (principal == Principal::"agent", action == Action::"tool.execute", resource == Tool::"echo");
+`
+
+// newMCPEnv starts serve with execPolicy (the executor's Cedar text).
+func newMCPEnv(t *testing.T, execPolicy string) *mcpEnv {
+	t.Helper()
+	db := testdb.New(t)
+	e := &mcpEnv{db: db, dir: t.TempDir()}
+	e.agent = db.LoginRole(t, "agent", "ledger_submitter")
+	e.bob = db.LoginRole(t, "bob", "ledger_submitter")
+	e.carol = db.LoginRole(t, "carol", "ledger_submitter", "ledger_approver")
+	e.mcpPolicy = filepath.Join(e.dir, "mcp.cedar")
+	e.execPolicy = filepath.Join(e.dir, "exec.cedar")
+	for p, text := range map[string]string{e.mcpPolicy: mcpPolicyText, e.execPolicy: execPolicy} {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := filepath.Join(e.dir, "attest.key")
+	if _, err := attest.GenerateKeyFiles(key, key+".pub"); err != nil {
+		t.Fatal(err)
+	}
+	e.attestPub = key + ".pub"
+	logKey := filepath.Join(e.dir, "log.key")
+	if r := execute(t, nil, "", "keygen", "--note", "--out", logKey); r.code != exitOK {
+		t.Fatalf("keygen --note: %+v", r)
+	}
+	e.logPub = logKey + ".pub"
+	environ := []string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=", "EXECLEDGER_POLICY_FILES=" + e.execPolicy,
+		"EXECLEDGER_ATTEST_KEY_FILE=" + key, "EXECLEDGER_SEALER_NOTE_KEY_FILE=" + logKey,
+		"EXECLEDGER_EXECUTOR_SENSITIVE=sleep", "EXECLEDGER_EXECUTOR_TOOL_TIMEOUT=2s",
+		"EXECLEDGER_EXECUTOR_DEFAULT_MAX_CALLS_PER_RUN=1000", "EXECLEDGER_SEALER_CHECKPOINT_INTERVAL=100ms"}
+	_, e.serveOut = startCommand(t, environ, "serve")
+	return e
+}
+
+// mcpEnviron is the environment of execledger mcp acting as role (stdio),
+// reading with the test database's superuser.
+func (e *mcpEnv) mcpEnviron(role *testdb.Role, extra ...string) []string {
+	return append([]string{"DATABASE_URL=" + role.URL, "EXECLEDGER_POLICY_FILES=" + e.mcpPolicy,
+		"EXECLEDGER_MCP_READER_URL=" + e.db.URL, "EXECLEDGER_MCP_CALL_TIMEOUT=60s"}, extra...)
+}
+
+// stdioSession runs execledger mcp over pipes and connects the SDK's
+// client to it.
+func (e *mcpEnv) stdioSession(t *testing.T, role *testdb.Role, opts *mcp.ClientOptions) (*mcp.ClientSession, *syncBuffer, func() int) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	logs := &syncBuffer{}
+	done := make(chan int, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		code := run(ctx, []string{"mcp"}, &stdio{in: inR, out: outW, err: logs}, e.mcpEnviron(role))
+		outW.Close()
+		done <- code
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
+	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("connect: %v\n%s", err, logs.String())
+	}
+	var once sync.Once
+	code := -1
+	stop := func() int {
+		once.Do(func() {
+			cs.Close()
+			inW.Close()
+			select {
+			case code = <-done:
+			case <-time.After(30 * time.Second):
+				t.Errorf("mcp did not stop within 30s")
+			}
+			cancel()
+		})
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	return cs, logs, stop
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// outcome decodes a call's structured content.
+func mcpOutcome(t *testing.T, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+	return m
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// approveWhenAwaiting approves the principal's first request of tool that
+// awaits approval, as carol, and returns its id.
+func (e *mcpEnv) approveWhenAwaiting(t *testing.T, tool string, since time.Time) uuid.UUID {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		var id uuid.UUID
+		err := e.db.Pool.QueryRow(context.Background(), `SELECT id FROM ledger.request_status
+WHERE tool = $1 AND state = 'awaiting_approval' AND submitted_at >= $2 ORDER BY submitted_at LIMIT 1`, tool, since).Scan(&id)
+		if err == nil {
+			if _, err := e.carol.Pool.Exec(context.Background(), "SELECT ledger.approve($1, 'ok')", id); err != nil {
+				t.Fatalf("approve: %v", err)
+			}
+			return id
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no %s request awaited approval within 60s\n%s", tool, e.serveOut.String())
+	return uuid.Nil
+}
+
+// requestState reads a request's state as the superuser.
+func (e *mcpEnv) requestState(t *testing.T, id uuid.UUID) ledger.State {
+	t.Helper()
+	var s ledger.State
+	if err := e.db.Pool.QueryRow(context.Background(), "SELECT state FROM ledger.request_status WHERE id = $1", id).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (e *mcpEnv) countRequests(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := e.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM ledger.request_status").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestMCPStdio drives execledger mcp over stdio with the SDK's client:
+// list, a call that succeeds and is attested, readable and verifiable as
+// resources, refusals before submit, and an unknown tool.
+func TestMCPStdio(t *testing.T) {
+	t.Parallel()
+	e := newMCPEnv(t, mcpPolicyText)
+	cs, logs, stop := e.stdioSession(t, e.agent, nil)
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"echo", "sleep"}) {
+		t.Fatalf("tools/list = %v, want echo and sleep (process.run is off)", got)
+	}
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "over mcp"}})
+	if err != nil {
+		t.Fatalf("tools/call echo: %v\n%s", err, logs.String())
+	}
+	o := mcpOutcome(t, res)
+	if res.IsError || o["state"] != "succeeded" || !strings.Contains(text(res), "over mcp") || o["attestation_digest"] == nil {
+		t.Fatalf("echo: %+v %v %q", res, o, text(res))
+	}
+	id := uuid.MustParse(o["request_id"].(string))
+	run := o["run_id"].(string)
+	var principal, gotRun, channel string
+	if err := e.db.Pool.QueryRow(ctx, `SELECT principal, run_id, coalesce(idempotency_key, '') FROM ledger.request_status WHERE id = $1`, id).
+		Scan(&principal, &gotRun, &channel); err != nil || principal != "agent" || gotRun != run || !strings.HasPrefix(channel, "mcp/"+run+"/") {
+		t.Fatalf("request row: %v %s %s key %q", err, principal, gotRun, channel)
+	}
+
+	// The attestation as a resource verifies offline.
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "execledger://requests/" + id.String() + "/attestation"})
+	if err != nil || len(rr.Contents) != 1 {
+		t.Fatalf("read attestation: %v %+v", err, rr)
+	}
+	envFile := filepath.Join(e.dir, "attestation.json")
+	if err := os.WriteFile(envFile, []byte(rr.Contents[0].Text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := execute(t, nil, "", "verify", envFile, "--attest-key", e.attestPub); r.code != exitOK {
+		t.Fatalf("verify the attestation: %+v", r)
+	}
+	// Another principal's request is not found.
+	other := submitAs(t, e.bob, "echo", `{"text":"bob's"}`)
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "execledger://requests/" + other.String() + "/attestation"}); err == nil {
+		t.Fatal("read another principal's attestation: no error")
+	}
+	// The session's bundle verifies offline.
+	rr, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "execledger://runs/" + run + "/bundle"})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, id.String()) {
+		t.Fatalf("read bundle: %v %+v\n%s", err, rr, logs.String())
+	}
+	bundleFile := filepath.Join(e.dir, "run.bundle")
+	if err := os.WriteFile(bundleFile, []byte(rr.Contents[0].Text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := execute(t, nil, "", "verify", bundleFile, "--log-key", e.logPub, "--attest-key", e.attestPub); r.code != exitOK {
+		t.Fatalf("verify the bundle: %+v", r)
+	}
+
+	// Refused before anything is submitted: schema, size, unknown tool.
+	before := e.countRequests(t)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"txt": "typo"}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "input schema") {
+		t.Fatalf("schema-invalid arguments: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": strings.Repeat("x", 20<<10)}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "at most 16384") {
+		t.Fatalf("oversized arguments: %v %+v", err, res)
+	}
+	if _, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "process.run", Arguments: map[string]any{"command": "ls"}}); err == nil ||
+		!strings.Contains(err.Error(), "process.run") {
+		t.Fatalf("unknown tool: %v", err)
+	}
+	if n := e.countRequests(t); n != before {
+		t.Fatalf("refused calls submitted %d requests", n-before)
+	}
+	// The server still serves.
+	if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}}); err != nil || res.IsError {
+		t.Fatalf("echo after refusals: %v %+v", err, res)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("mcp exited %d\n%s", code, logs.String())
+	}
+}
+
+func submitAs(t *testing.T, role *testdb.Role, tool, input string) uuid.UUID {
+	t.Helper()
+	var id uuid.UUID
+	if err := role.Pool.QueryRow(context.Background(), "SELECT ledger.submit($1, $2::jsonb)", tool, input).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestMCPApprovalProgressCancelAndFailure: a sensitive call waits for its
+// approval with progress notifications; a cancelled call is cancelled in
+// the ledger; a call that fails and one the executor's policy denies are
+// tool errors with their kinds.
+func TestMCPApprovalProgressCancelAndFailure(t *testing.T) {
+	t.Parallel()
+	e := newMCPEnv(t, deniedEchoPolicy)
+	var mu sync.Mutex
+	var progress []string
+	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		progress = append(progress, req.Params.Message)
+		mu.Unlock()
+	}}
+	cs, logs, _ := e.stdioSession(t, e.agent, opts)
+	ctx := context.Background()
+
+	// Approval, with progress.
+	since := time.Now().Add(-time.Second)
+	type callResult struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan callResult, 1)
+	go func() {
+		p := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 10}}
+		p.SetProgressToken("p1")
+		res, err := cs.CallTool(ctx, p)
+		done <- callResult{res, err}
+	}()
+	e.approveWhenAwaiting(t, "sleep", since)
+	r := <-done
+	if r.err != nil || r.res.IsError || mcpOutcome(t, r.res)["state"] != "succeeded" {
+		t.Fatalf("approved sleep: %v %+v\n%s", r.err, r.res, logs.String())
+	}
+	mu.Lock()
+	got := strings.Join(progress, "\n")
+	mu.Unlock()
+	for _, want := range []string{"pending", "awaiting_approval", "running"} {
+		if !strings.Contains(got, want+":") {
+			t.Errorf("progress %q lacks %s", got, want)
+		}
+	}
+
+	// Failure: sleep beyond the executor's tool timeout.
+	since = time.Now().Add(-time.Second)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 20000}})
+		done <- callResult{res, err}
+	}()
+	e.approveWhenAwaiting(t, "sleep", since)
+	r = <-done
+	if r.err != nil || !r.res.IsError || mcpOutcome(t, r.res)["state"] != "failed" || mcpOutcome(t, r.res)["error_kind"] != "timed_out" ||
+		!strings.Contains(text(r.res), "ran out of time") {
+		t.Fatalf("failing sleep: %v %+v %q", r.err, r.res, text(r.res))
+	}
+
+	// Denial: the executor's policy forbids what the session listed.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "denied"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := mcpOutcome(t, res); !res.IsError || o["state"] != "denied" || o["error_kind"] != "policy_denied" ||
+		!strings.Contains(text(res), "policy does not allow") || o["attestation_digest"] == nil {
+		t.Fatalf("denied echo: %v %q", o, text(res))
+	}
+
+	// Cancellation: the client cancels a call waiting for approval.
+	since = time.Now()
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 10}})
+		done <- callResult{res, err}
+	}()
+	id := waitForRequest(t, e, "sleep", "awaiting_approval", since)
+	cancel()
+	if r := <-done; r.err == nil {
+		t.Fatalf("cancelled call returned %+v", r.res)
+	}
+	waitForState(t, e, id, ledger.StateCancelled)
+}
+
+func waitForRequest(t *testing.T, e *mcpEnv, tool string, state ledger.State, since time.Time) uuid.UUID {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var id uuid.UUID
+		if e.db.Pool.QueryRow(context.Background(), `SELECT id FROM ledger.request_status WHERE tool = $1 AND state = $2 AND submitted_at >= $3
+ORDER BY submitted_at DESC LIMIT 1`, tool, state, since).Scan(&id) == nil {
+			return id
+		}
+	}
+	t.Fatalf("no %s request %s within 60s", tool, state)
+	return uuid.Nil
+}
+
+func waitForState(t *testing.T, e *mcpEnv, id uuid.UUID, want ledger.State) {
+	t.Helper()
+	var got ledger.State
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = e.requestState(t, id); got == want {
+			return
+		}
+	}
+	t.Fatalf("request %s is %s, want %s", id, got, want)
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.base.RoundTrip(r)
+}
+
+// startMCPHTTP runs execledger mcp --listen and returns its URL.
+func (e *mcpEnv) startMCPHTTP(t *testing.T) (string, *syncBuffer) {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	u, err := testdb.WithUser(e.db.URL, "USERX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{"DATABASE_URL=" + e.db.URL, "EXECLEDGER_POLICY_FILES=" + e.mcpPolicy, "EXECLEDGER_MCP_CALL_TIMEOUT=60s",
+		"EXECLEDGER_MCP_LOGIN_URL=" + strings.Replace(u, "USERX", "{login}", 1)}
+	_, out := startCommand(t, environ, "mcp", "--listen", addr)
+	url := "http://" + addr + "/"
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "mcp serving streamable HTTP"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("mcp --listen did not start:\n%s", out.String())
+		}
+	}
+	return url, out
+}
+
+func httpSession(t *testing.T, url, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+	cs, err := client.Connect(context.Background(), tr, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+func createToken(t *testing.T, e *mcpEnv, login string) (token, id string) {
+	t.Helper()
+	r := execute(t, []string{"DATABASE_URL=" + e.db.URL}, "", "mcp", "token", "create", login, "--json", "--note", "test")
+	var out struct{ ID, Token string }
+	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &out) != nil {
+		t.Fatalf("token create: %+v", r)
+	}
+	return out.Token, out.ID
+}
+
+// TestMCPHTTPTokens: over streamable HTTP each token acts as its login;
+// no token, a wrong one and a revoked one are refused and submit nothing.
+func TestMCPHTTPTokens(t *testing.T) {
+	t.Parallel()
+	e := newMCPEnv(t, mcpPolicyText)
+	url, logs := e.startMCPHTTP(t)
+	agentToken, agentID := createToken(t, e, e.agent.Name)
+	bobToken, _ := createToken(t, e, e.bob.Name)
+
+	cs, err := httpSession(t, url, agentToken)
+	if err != nil {
+		t.Fatalf("connect with agent's token: %v\n%s", err, logs.String())
+	}
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"echo", "sleep"}) {
+		t.Fatalf("agent's tools = %v", got)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "http"}})
+	if err != nil || res.IsError {
+		t.Fatalf("echo over HTTP: %v %+v\n%s", err, res, logs.String())
+	}
+	var principal string
+	if err := e.db.Pool.QueryRow(context.Background(), "SELECT principal FROM ledger.request_status WHERE id = $1",
+		mcpOutcome(t, res)["request_id"]).Scan(&principal); err != nil || principal != "agent" {
+		t.Fatalf("principal %q, %v", principal, err)
+	}
+	bobCS, err := httpSession(t, url, bobToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNames(t, bobCS); !slices.Equal(got, []string{"echo"}) {
+		t.Fatalf("bob's tools = %v, want only echo (the policy forbids him sleep)", got)
+	}
+
+	before := e.countRequests(t)
+	for name, token := range map[string]string{"none": "", "wrong": "elmcp_000000000000_nope", "garbage": "x"} {
+		if _, err := httpSession(t, url, token); err == nil {
+			t.Errorf("%s token: connected", name)
+		}
+		code, body := postJSON(t, url, token, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+		if code != http.StatusUnauthorized || !strings.Contains(body, "token") {
+			t.Errorf("%s token: %d %s", name, code, body)
+		}
+	}
+	// Mapping a token to a privileged login is refused.
+	exec := e.db.LoginRole(t, "svc", "ledger_executor")
+	if r := execute(t, []string{"DATABASE_URL=" + e.db.URL}, "", "mcp", "token", "create", exec.Name); r.code != exitUsage ||
+		!strings.Contains(r.stderr, "only as a submitter") {
+		t.Fatalf("token for an executor login: %+v", r)
+	}
+	// Revoked: the open session's next call is refused too.
+	if r := execute(t, []string{"DATABASE_URL=" + e.db.URL}, "", "mcp", "token", "revoke", agentID); r.code != exitOK {
+		t.Fatalf("revoke: %+v", r)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after revoke"}}); err == nil {
+		t.Fatal("call with a revoked token succeeded")
+	}
+	if _, err := httpSession(t, url, agentToken); err == nil {
+		t.Fatal("connect with a revoked token succeeded")
+	}
+	if n := e.countRequests(t); n != before {
+		t.Fatalf("refused tokens submitted %d requests", n-before)
+	}
+	r := execute(t, []string{"DATABASE_URL=" + e.db.URL}, "", "mcp", "token", "list")
+	if r.code != exitOK || !strings.Contains(r.stdout, agentID) || strings.Contains(r.stdout, agentToken) {
+		t.Fatalf("token list: %+v", r)
+	}
+	// bob's session still serves.
+	if res, err := bobCS.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "bob"}}); err != nil || res.IsError {
+		t.Fatalf("bob's echo: %v %+v", err, res)
+	}
+}
+
+func postJSON(t *testing.T, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
