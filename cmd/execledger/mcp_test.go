@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -547,4 +548,270 @@ func postJSON(t *testing.T, url, token, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// rawStdio runs execledger mcp over pipes for a test that writes its own
+// JSON-RPC lines.
+func (e *mcpEnv) rawStdio(t *testing.T, role *testdb.Role) (send func(string), recv func() map[string]any, stop func() int) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	logs := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		code := run(context.Background(), []string{"mcp"}, &stdio{in: inR, out: outW, err: logs}, e.mcpEnviron(role))
+		outW.Close()
+		done <- code
+	}()
+	dec := json.NewDecoder(outR)
+	lines := make(chan map[string]any, 16)
+	go func() {
+		for {
+			var m map[string]any
+			if dec.Decode(&m) != nil {
+				close(lines)
+				return
+			}
+			lines <- m
+		}
+	}()
+	send = func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatalf("write %q: %v\n%s", s, err, logs.String())
+		}
+	}
+	recv = func() map[string]any {
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				t.Fatalf("mcp closed its output\n%s", logs.String())
+			}
+			return m
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no answer within 60s\n%s", logs.String())
+		}
+		return nil
+	}
+	var once sync.Once
+	code := -1
+	stop = func() int {
+		once.Do(func() {
+			inW.Close()
+			select {
+			case code = <-done:
+			case <-time.After(30 * time.Second):
+				t.Errorf("mcp did not stop within 30s")
+			}
+		})
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	return send, recv, stop
+}
+
+// TestMCPMalformedStdio: lines that are not JSON-RPC, too long, or of an
+// unknown method each get a JSON-RPC error and the session reads on; a
+// repeated request id is the same ledger request.
+func TestMCPMalformedStdio(t *testing.T) {
+	t.Parallel()
+	e := newMCPEnv(t, mcpPolicyText)
+	send, recv, stop := e.rawStdio(t, e.agent)
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := recv(); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	errorCode := func(m map[string]any) float64 {
+		t.Helper()
+		em, ok := m["error"].(map[string]any)
+		if !ok {
+			t.Fatalf("want an error, got %v", m)
+		}
+		return em["code"].(float64)
+	}
+	send(`{this is not json`)
+	if c := errorCode(recv()); c != -32700 {
+		t.Fatalf("garbage: code %v", c)
+	}
+	send(`{"hello":"world"}`)
+	if c := errorCode(recv()); c != -32700 {
+		t.Fatalf("not JSON-RPC: code %v", c)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 2<<20) + `"}}}`)
+	if m := recv(); errorCode(m) != -32600 || !strings.Contains(m["error"].(map[string]any)["message"].(string), "over") {
+		t.Fatalf("oversized line: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","id":4,"method":"no/such/method"}`)
+	if c := errorCode(recv()); c != -32601 {
+		t.Fatalf("unknown method: code %v", c)
+	}
+	send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"no.such.tool","arguments":{}}}`)
+	if m := recv(); m["error"] == nil && !strings.Contains(fmt.Sprint(m["result"]), "isError:true") {
+		t.Fatalf("unknown tool: %v", m)
+	}
+	// The same request id twice: one ledger request.
+	call := `{"jsonrpc":"2.0","id":"same","method":"tools/call","params":{"name":"echo","arguments":{"text":"once"}}}`
+	ids := map[string]bool{}
+	for range 2 {
+		send(call)
+		m := recv()
+		res, _ := m["result"].(map[string]any)
+		sc, _ := res["structuredContent"].(map[string]any)
+		if sc == nil || sc["state"] != "succeeded" {
+			t.Fatalf("echo: %v", m)
+		}
+		ids[sc["request_id"].(string)] = true
+	}
+	if len(ids) != 1 {
+		t.Fatalf("a repeated request id made %d requests", len(ids))
+	}
+	send(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)
+	if m := recv(); m["result"] == nil {
+		t.Fatalf("tools/list after the bad lines: %v", m)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("mcp exited %d", code)
+	}
+}
+
+// rawHTTP is a hand-written streamable HTTP client: a session it opens,
+// then requests it can drop without a notifications/cancelled.
+type rawHTTP struct {
+	t              *testing.T
+	url, token, id string
+}
+
+func (c *rawHTTP) post(ctx context.Context, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	if c.id != "" {
+		req.Header.Set("Mcp-Session-Id", c.id)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+func (c *rawHTTP) initialize() {
+	resp, err := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if c.id = resp.Header.Get("Mcp-Session-Id"); c.id == "" || resp.StatusCode != 200 {
+		c.t.Fatalf("initialize: %d, session %q", resp.StatusCode, c.id)
+	}
+	resp, err = c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// TestMCPHTTPMalformedAndDisconnect: a malformed body gets a clear error;
+// a client that drops its connection mid-call leaves its request to run
+// (not cancelled, not lost), and the server goes on serving.
+func TestMCPHTTPMalformedAndDisconnect(t *testing.T) {
+	t.Parallel()
+	e := newMCPEnv(t, mcpPolicyText)
+	url, _ := e.startMCPHTTP(t)
+	token, _ := createToken(t, e, e.agent.Name)
+	c := &rawHTTP{t: t, url: url, token: token}
+	c.initialize()
+
+	resp, err := c.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(strings.ToLower(string(body)), "json") {
+		t.Fatalf("malformed body: %d %s", resp.StatusCode, body)
+	}
+	resp, err = c.post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`+strings.Repeat("x", 2<<20)+`"}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized body: %d", resp.StatusCode)
+	}
+
+	// Drop the connection while the call awaits approval.
+	since := time.Now().Add(-time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	dropped := make(chan struct{})
+	go func() {
+		defer close(dropped)
+		if resp, err := c.post(ctx, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":10}}}`); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	id := waitForRequest(t, e, "sleep", ledger.StateAwaitingApproval, since)
+	cancel()
+	<-dropped
+	if _, err := e.carol.Pool.Exec(context.Background(), "SELECT ledger.approve($1, 'ok')", id); err != nil {
+		t.Fatalf("approve after the disconnect: %v (state %s)", err, e.requestState(t, id))
+	}
+	waitForState(t, e, id, ledger.StateSucceeded)
+
+	// Still serving: the same session, and a new one.
+	resp, err = c.post(context.Background(), `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "echo") {
+		t.Fatalf("tools/list after the disconnect: %d %s", resp.StatusCode, body)
+	}
+	cs, err := httpSession(t, url, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); err != nil || res.IsError {
+		t.Fatalf("echo after the disconnect: %v %+v", err, res)
+	}
+	// Another token cannot use this session.
+	other, _ := createToken(t, e, e.bob.Name)
+	c2 := &rawHTTP{t: t, url: url, token: other, id: c.id}
+	resp, err = c2.post(context.Background(), `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("another token on this session: %d", resp.StatusCode)
+	}
+}
+
+// TestMCPStdioDisconnect: a client that goes away mid-call (stdin closed)
+// ends the stdio server, and its request is not cancelled: it waits for
+// its approval and runs.
+func TestMCPStdioDisconnect(t *testing.T) {
+	t.Parallel()
+	e := newMCPEnv(t, mcpPolicyText)
+	send, recv, stop := e.rawStdio(t, e.agent)
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	recv()
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	since := time.Now().Add(-time.Second)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":10}}}`)
+	id := waitForRequest(t, e, "sleep", ledger.StateAwaitingApproval, since)
+	if code := stop(); code != exitOK {
+		t.Fatalf("mcp exited %d after its client went away", code)
+	}
+	if s := e.requestState(t, id); s != ledger.StateAwaitingApproval {
+		t.Fatalf("after the disconnect the request is %s", s)
+	}
+	if _, err := e.carol.Pool.Exec(context.Background(), "SELECT ledger.approve($1, 'ok')", id); err != nil {
+		t.Fatal(err)
+	}
+	waitForState(t, e, id, ledger.StateSucceeded)
 }

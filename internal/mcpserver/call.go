@@ -33,7 +33,7 @@ var outputSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"error":{"type":"string"},"tier":{"type":"string"},"attestation_digest":{"type":"string"},"attestation":{"type":"string"},` +
 	`"output":{}},"required":["request_id","run_id","state"]}`)
 
-// metaRPCID is the _meta key under which stampTransport and stampHTTP
+// metaRPCID is the _meta key under which lineTransport and stampHTTP
 // put a tools/call's JSON-RPC id (the SDK does not hand it to handlers);
 // whatever a client sent under it is overwritten.
 const metaRPCID = "io.execledger/jsonrpc-id"

@@ -172,14 +172,10 @@ func (s *Server) ServeStdio(ctx context.Context, p *Principal, in io.Reader, out
 	if err != nil {
 		return err
 	}
-	t := &stampTransport{inner: &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}}
+	t := &lineTransport{in: in, out: out}
 	err = srv.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil
 	}
 	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

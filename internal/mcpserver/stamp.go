@@ -2,13 +2,11 @@ package mcpserver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // stamp puts a tools/call request's JSON-RPC id into its params' _meta
@@ -41,28 +39,6 @@ func stamp(msg jsonrpc.Message) jsonrpc.Message {
 	}
 	req.Params = b
 	return req
-}
-
-// stampTransport is a transport whose incoming tools/call requests are
-// stamped.
-type stampTransport struct{ inner mcp.Transport }
-
-func (t *stampTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &stampConn{Connection: c}, nil
-}
-
-type stampConn struct{ mcp.Connection }
-
-func (c *stampConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return stamp(msg), nil
 }
 
 // stampHTTP stamps a POST whose body is one tools/call request. A body
