@@ -16,7 +16,7 @@ import (
 
 // Outcome is a call's structured content: what the ledger recorded.
 type Outcome struct {
-	RequestID         string           `json:"request_id"`
+	RequestID         string           `json:"request_id,omitempty"` // "" for a call refused before it was submitted
 	RunID             string           `json:"run_id"`
 	State             ledger.State     `json:"state"`
 	ErrorKind         ledger.ErrorKind `json:"error_kind,omitempty"`
@@ -31,7 +31,7 @@ type Outcome struct {
 var outputSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"request_id":{"type":"string"},"run_id":{"type":"string"},"state":{"type":"string"},"error_kind":{"type":"string"},` +
 	`"error":{"type":"string"},"tier":{"type":"string"},"attestation_digest":{"type":"string"},"attestation":{"type":"string"},` +
-	`"output":{}},"required":["request_id","run_id","state"]}`)
+	`"output":{}},"required":["run_id","state"]}`)
 
 // metaRPCID is the _meta key under which lineTransport and stampHTTP
 // put a tools/call's JSON-RPC id (the SDK does not hand it to handlers);
@@ -49,17 +49,17 @@ func (ss *session) call(t *tool) mcp.ToolHandler {
 			args = json.RawMessage(`{}`)
 		}
 		if len(args) > t.maxInput {
-			return refusal(fmt.Sprintf("the arguments are %d bytes; %s takes at most %d. Nothing was submitted.", len(args), t.name, t.maxInput)), nil
+			return ss.refusal(fmt.Sprintf("the arguments are %d bytes; %s takes at most %d. Nothing was submitted.", len(args), t.name, t.maxInput)), nil
 		}
 		if err := t.validate(args); err != nil {
-			return refusal(fmt.Sprintf("the arguments do not match %s's input schema: %v. Nothing was submitted.", t.name, err)), nil
+			return ss.refusal(fmt.Sprintf("the arguments do not match %s's input schema: %v. Nothing was submitted.", t.name, err)), nil
 		}
 		params := ledger.SubmitParams{Tool: t.name, Input: args, RunID: ss.run,
 			IdempotencyKey: ss.idempotencyKey(req), Context: ss.requestContext(req)}
 		id, err := ss.p.client.Submit(context.WithoutCancel(ctx), params)
 		if err != nil {
 			if errors.Is(err, ledger.ErrInvalidInput) || errors.Is(err, ledger.ErrInputTooLarge) || errors.Is(err, ledger.ErrIdempotencyConflict) {
-				return refusal(fmt.Sprintf("the ledger refused the request: %v", err)), nil
+				return ss.refusal(fmt.Sprintf("the ledger refused the request: %v", err)), nil
 			}
 			return nil, fmt.Errorf("submit %s: %w", t.name, err)
 		}
@@ -67,10 +67,11 @@ func (ss *session) call(t *tool) mcp.ToolHandler {
 	}
 }
 
-// refusal is a tool error for a call refused before it was submitted.
-func refusal(msg string) *mcp.CallToolResult {
+// refusal is a tool error for a call refused before it was submitted:
+// state "refused", no request id.
+func (ss *session) refusal(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "invalid_input: " + msg}},
-		StructuredContent: map[string]any{"state": "refused", "error_kind": ledger.KindInvalidInput, "error": msg}}
+		StructuredContent: Outcome{RunID: ss.run, State: "refused", ErrorKind: ledger.KindInvalidInput, Error: msg}}
 }
 
 // idempotencyKey is the key of a call: its session's run and its JSON-RPC
