@@ -124,7 +124,7 @@ func serveMCPHTTP(ctx context.Context, cfg config.Config, srv *mcpserver.Server,
 	if err != nil {
 		return fail(exitError, "mcp.listen: %v", err)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	done := make(chan error, 1)
 	go func() {
 		if cfg.MCP.TLSCertFile != "" {

@@ -2,9 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,7 +58,7 @@ forbid (principal == Principal::"agent", action == Action::"tool.execute", resou
 `
 
 // newMCPEnv starts serve with execPolicy (the executor's Cedar text).
-func newMCPEnv(t *testing.T, execPolicy string) *mcpEnv {
+func newMCPEnv(t testing.TB, execPolicy string) *mcpEnv {
 	t.Helper()
 	db := testdb.New(t)
 	e := &mcpEnv{db: db, dir: t.TempDir()}
@@ -76,7 +85,8 @@ func newMCPEnv(t *testing.T, execPolicy string) *mcpEnv {
 	environ := []string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=", "EXECLEDGER_POLICY_FILES=" + e.execPolicy,
 		"EXECLEDGER_ATTEST_KEY_FILE=" + key, "EXECLEDGER_SEALER_NOTE_KEY_FILE=" + logKey,
 		"EXECLEDGER_EXECUTOR_SENSITIVE=sleep", "EXECLEDGER_EXECUTOR_TOOL_TIMEOUT=2s",
-		"EXECLEDGER_EXECUTOR_DEFAULT_MAX_CALLS_PER_RUN=1000", "EXECLEDGER_SEALER_CHECKPOINT_INTERVAL=100ms"}
+		"EXECLEDGER_EXECUTOR_DEFAULT_MAX_CALLS_PER_RUN=100000", "EXECLEDGER_SEALER_CHECKPOINT_INTERVAL=100ms",
+		"EXECLEDGER_EXECUTOR_POLL_INTERVAL=20ms"}
 	_, e.serveOut = startCommand(t, environ, "serve")
 	return e
 }
@@ -90,7 +100,18 @@ func (e *mcpEnv) mcpEnviron(role *testdb.Role, extra ...string) []string {
 
 // stdioSession runs execledger mcp over pipes and connects the SDK's
 // client to it.
-func (e *mcpEnv) stdioSession(t *testing.T, role *testdb.Role, opts *mcp.ClientOptions) (*mcp.ClientSession, *syncBuffer, func() int) {
+func (e *mcpEnv) stdioSession(t testing.TB, role *testdb.Role, opts *mcp.ClientOptions) (*mcp.ClientSession, *syncBuffer, func() int) {
+	t.Helper()
+	return e.stdioSessionWith(t, role, opts)
+}
+
+// stdioSessionEnv is stdioSession with more environment.
+func (e *mcpEnv) stdioSessionEnv(t testing.TB, role *testdb.Role, extra ...string) (*mcp.ClientSession, *syncBuffer, func() int) {
+	t.Helper()
+	return e.stdioSessionWith(t, role, nil, extra...)
+}
+
+func (e *mcpEnv) stdioSessionWith(t testing.TB, role *testdb.Role, opts *mcp.ClientOptions, extra ...string) (*mcp.ClientSession, *syncBuffer, func() int) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -98,7 +119,7 @@ func (e *mcpEnv) stdioSession(t *testing.T, role *testdb.Role, opts *mcp.ClientO
 	done := make(chan int, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		code := run(ctx, []string{"mcp"}, &stdio{in: inR, out: outW, err: logs}, e.mcpEnviron(role))
+		code := run(ctx, []string{"mcp"}, &stdio{in: inR, out: outW, err: logs}, e.mcpEnviron(role, extra...))
 		outW.Close()
 		done <- code
 	}()
@@ -155,7 +176,7 @@ func mcpOutcome(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	return m
 }
 
-func text(res *mcp.CallToolResult) string {
+func resultText(res *mcp.CallToolResult) string {
 	var parts []string
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
@@ -216,13 +237,15 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatalf("tools/list = %v, want echo and sleep (process.run is off)", got)
 	}
 	ctx := context.Background()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "over mcp"}})
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "over mcp"},
+		Meta: mcp.Meta{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"}})
 	if err != nil {
 		t.Fatalf("tools/call echo: %v\n%s", err, logs.String())
 	}
 	o := mcpOutcome(t, res)
-	if res.IsError || o["state"] != "succeeded" || !strings.Contains(text(res), "over mcp") || o["attestation_digest"] == nil {
-		t.Fatalf("echo: %+v %v %q", res, o, text(res))
+	if res.IsError || o["state"] != "succeeded" || !strings.Contains(resultText(res), "over mcp") || o["attestation_digest"] == nil {
+		t.Fatalf("echo: %+v %v %q", res, o, resultText(res))
 	}
 	id := uuid.MustParse(o["request_id"].(string))
 	run := o["run_id"].(string)
@@ -230,6 +253,12 @@ func TestMCPStdio(t *testing.T) {
 	if err := e.db.Pool.QueryRow(ctx, `SELECT principal, run_id, coalesce(idempotency_key, '') FROM ledger.request_status WHERE id = $1`, id).
 		Scan(&principal, &gotRun, &channel); err != nil || principal != "agent" || gotRun != run || !strings.HasPrefix(channel, "mcp/"+run+"/") {
 		t.Fatalf("request row: %v %s %s key %q", err, principal, gotRun, channel)
+	}
+
+	var gotTrace *string
+	if err := e.db.Pool.QueryRow(ctx, `SELECT metadata::jsonb ->> 'trace_id' FROM ledger.events WHERE stream = $1 AND type = 'tool.requested'`,
+		"request:"+id.String()).Scan(&gotTrace); err != nil || gotTrace == nil || *gotTrace != traceID {
+		t.Fatalf("the call's traceparent did not reach the request: %v %v", gotTrace, err)
 	}
 
 	// The attestation as a resource verifies offline.
@@ -265,11 +294,11 @@ func TestMCPStdio(t *testing.T) {
 	// Refused before anything is submitted: schema, size, unknown tool.
 	before := e.countRequests(t)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"txt": "typo"}})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "input schema") {
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "input schema") {
 		t.Fatalf("schema-invalid arguments: %v %+v", err, res)
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": strings.Repeat("x", 20<<10)}})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "at most 16384") {
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "at most 16384") {
 		t.Fatalf("oversized arguments: %v %+v", err, res)
 	}
 	if _, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "process.run", Arguments: map[string]any{"command": "ls"}}); err == nil ||
@@ -350,8 +379,8 @@ func TestMCPApprovalProgressCancelAndFailure(t *testing.T) {
 	e.approveWhenAwaiting(t, "sleep", since)
 	r = <-done
 	if r.err != nil || !r.res.IsError || mcpOutcome(t, r.res)["state"] != "failed" || mcpOutcome(t, r.res)["error_kind"] != "timed_out" ||
-		!strings.Contains(text(r.res), "ran out of time") {
-		t.Fatalf("failing sleep: %v %+v %q", r.err, r.res, text(r.res))
+		!strings.Contains(resultText(r.res), "ran out of time") {
+		t.Fatalf("failing sleep: %v %+v %q", r.err, r.res, resultText(r.res))
 	}
 
 	// Denial: the executor's policy forbids what the session listed.
@@ -360,8 +389,8 @@ func TestMCPApprovalProgressCancelAndFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o := mcpOutcome(t, res); !res.IsError || o["state"] != "denied" || o["error_kind"] != "policy_denied" ||
-		!strings.Contains(text(res), "policy does not allow") || o["attestation_digest"] == nil {
-		t.Fatalf("denied echo: %v %q", o, text(res))
+		!strings.Contains(resultText(res), "policy does not allow") || o["attestation_digest"] == nil {
+		t.Fatalf("denied echo: %v %q", o, resultText(res))
 	}
 
 	// Cancellation: the client cancels a call waiting for approval.
@@ -814,4 +843,138 @@ func TestMCPStdioDisconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForState(t, e, id, ledger.StateSucceeded)
+}
+
+// TestMCPListsEnabledSkills: tools/list carries each enabled skill's tool
+// with its manifest's description and input schema, not a skill that is
+// not enabled nor one the policy forbids; a call runs it in tier A.
+func TestMCPListsEnabledSkills(t *testing.T) {
+	t.Parallel()
+	b := newSkillBench(t)
+	schema := func(dir string) {
+		editManifest(t, dir, `input_schema = { type = "object" }`,
+			`input_schema = { type = "object", required = ["x"], properties = { x = { type = "integer" } } }`)
+	}
+	hello := b.newSkill(t, "acme.hello", "wat", schema)
+	idle := b.newSkill(t, "acme.idle", "wat", nil)
+	banned := b.newSkill(t, "acme.banned", "wat", nil)
+	b.run(t, b.alice, exitOK, "skill", "trust", "add", "acme", b.key+".pub")
+	for _, art := range []string{hello, idle, banned} {
+		b.run(t, b.alice, exitOK, "skill", "install", art)
+	}
+	b.run(t, b.alice, exitOK, "skill", "enable", "acme.hello")
+	b.run(t, b.alice, exitOK, "skill", "enable", "acme.banned")
+	_, out := startCommand(t, b.serve, "serve")
+
+	pol := filepath.Join(b.dir, "mcp.cedar")
+	text := `permit (principal == Principal::"ops", action in [Action::"tool.execute", Action::"skill.execute"], resource);
+forbid (principal, action == Action::"skill.execute", resource == Skill::"acme.banned");`
+	if err := os.WriteFile(pol, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &mcpEnv{db: b.db, mcpPolicy: pol}
+	su := &testdb.Role{Name: "postgres", URL: b.db.URL, Pool: b.db.Pool}
+	cs, logs, _ := e.stdioSessionEnv(t, su, "EXECLEDGER_WASM_ENABLED=true")
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var helloTool *mcp.Tool
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == "acme.hello" {
+			helloTool = tl
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"acme.hello", "echo", "sleep"}) {
+		t.Fatalf("tools = %v, want acme.hello (enabled, permitted) and the built-ins\n%s", names, logs.String())
+	}
+	if sch, _ := json.Marshal(helloTool.InputSchema); helloTool.Description != "Echoes its input, a JSON object." ||
+		!strings.Contains(string(sch), `"required":["x"]`) {
+		t.Fatalf("acme.hello: %q %s", helloTool.Description, sch)
+	}
+	call, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "acme.hello", Arguments: map[string]any{"x": 7}})
+	if err != nil || call.IsError || mcpOutcome(t, call)["tier"] != "A" || !strings.Contains(strings.ReplaceAll(resultText(call), " ", ""), `{"echo":{"x":7}}`) {
+		t.Fatalf("acme.hello: %v %+v\n%s", err, call, out.String())
+	}
+	call, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "acme.hello", Arguments: map[string]any{"x": "seven"}})
+	if err != nil || !call.IsError || !strings.Contains(resultText(call), "input schema") {
+		t.Fatalf("acme.hello against its schema: %v %+v", err, call)
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key, and returns
+// their paths and a pool trusting the certificate.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, roots *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "execledger-mcp-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots = x509.NewCertPool()
+	roots.AddCert(cert)
+	return certFile, keyFile, roots
+}
+
+// TestMCPHTTPTLS: with a certificate configured the server speaks HTTPS
+// only, and a token works over it.
+func TestMCPHTTPTLS(t *testing.T) {
+	t.Parallel()
+	e := newMCPEnv(t, mcpPolicyText)
+	certFile, keyFile, roots := selfSigned(t, e.dir)
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	u, err := testdb.WithUser(e.db.URL, "USERX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{"DATABASE_URL=" + e.db.URL, "EXECLEDGER_POLICY_FILES=" + e.mcpPolicy,
+		"EXECLEDGER_MCP_LOGIN_URL=" + strings.Replace(u, "USERX", "{login}", 1),
+		"EXECLEDGER_MCP_TLS_CERT_FILE=" + certFile, "EXECLEDGER_MCP_TLS_KEY_FILE=" + keyFile}
+	_, out := startCommand(t, environ, "mcp", "--listen", addr)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "https://"+addr); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("mcp --listen with TLS did not start:\n%s", out.String())
+		}
+	}
+	token, _ := createToken(t, e, e.agent.Name)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	tlsTransport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "https://" + addr + "/",
+		HTTPClient: &http.Client{Transport: bearer{token, tlsTransport}}}, nil)
+	if err != nil {
+		t.Fatalf("connect over TLS: %v\n%s", err, out.String())
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "tls"}}); err != nil || res.IsError {
+		t.Fatalf("echo over TLS: %v %+v", err, res)
+	}
+	// Plain HTTP to the TLS port gets nothing it could mistake for MCP.
+	if code, _ := postJSON(t, "http://"+addr+"/", token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); code == http.StatusOK {
+		t.Fatal("plain HTTP answered 200 on the TLS port")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -99,13 +100,21 @@ func (ss *session) requestContext(req *mcp.CallToolRequest) ledger.RequestContex
 	if tp == "" && req.Extra != nil && req.Extra.Header != nil {
 		tp, ts = req.Extra.Header.Get("traceparent"), req.Extra.Header.Get("tracestate")
 	}
-	if traceparentRE.MatchString(tp) {
+	if validTraceparent(tp) {
 		rc.Traceparent = tp
 		if len(ts) <= 512 {
 			rc.Tracestate = ts
 		}
 	}
 	return rc
+}
+
+// validTraceparent reports whether ledger.submit takes tp (migration
+// 013's rule, version 00 only): a malformed one is dropped rather than
+// failing the call.
+func validTraceparent(tp string) bool {
+	return len(tp) == 55 && traceparentRE.MatchString(tp) && tp[:2] == "00" &&
+		tp[3:35] != strings.Repeat("0", 32) && tp[36:52] != strings.Repeat("0", 16)
 }
 
 // await waits for request id's final state, reporting its state as
