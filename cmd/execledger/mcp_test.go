@@ -978,3 +978,35 @@ func TestMCPHTTPTLS(t *testing.T) {
 		t.Fatal("plain HTTP answered 200 on the TLS port")
 	}
 }
+
+// TestMCPRefusesToStartBlind: without policy files mcp cannot know what
+// the policy denies, and a submitter login alone cannot read the skill
+// catalog or bindings: each is a clear error, not a partial catalog.
+func TestMCPRefusesToStartBlind(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	agent := db.LoginRole(t, "agent", "ledger_submitter")
+	pol := filepath.Join(t.TempDir(), "p.cedar")
+	if err := os.WriteFile(pol, []byte(mcpPolicyText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		environ []string
+		want    string
+	}{
+		{[]string{"DATABASE_URL=" + agent.URL}, "policy.files"},
+		{[]string{"DATABASE_URL=" + agent.URL, "EXECLEDGER_POLICY_FILES=" + pol}, "mcp.reader_url"},
+		{[]string{"DATABASE_URL=" + db.LoginRole(t, "", "ledger_submitter").URL, "EXECLEDGER_POLICY_FILES=" + pol,
+			"EXECLEDGER_MCP_READER_URL=" + db.URL}, "not mapped to a principal"},
+		{[]string{"DATABASE_URL=" + agent.URL, "EXECLEDGER_POLICY_FILES=" + pol}, "mcp.reader_url"},
+	} {
+		r := execute(t, tc.environ, "", "mcp")
+		if r.code != exitError || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: %+v, want %q", tc.environ, r, tc.want)
+		}
+	}
+	if r := execute(t, []string{"DATABASE_URL=" + agent.URL, "EXECLEDGER_POLICY_FILES=" + pol}, "", "mcp", "--listen", "0.0.0.0:1"); r.code != exitUsage ||
+		!strings.Contains(r.stderr, "need TLS") {
+		t.Errorf("--listen off loopback without TLS: %+v", r)
+	}
+}

@@ -80,9 +80,12 @@ func (ss *session) readBundle(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	var buf bytes.Buffer
-	w := bundle.NewWriter(&buf)
+	w := bundle.NewWriter(&capped{w: &buf, left: MaxBundleBytes})
 	opts := export.Options{Scope: bundle.Scope{Principal: ss.p.Name, Run: run}, Wait: ss.s.opts.BundleWait}
 	sum, err := export.Export(ctx, ss.s.opts.Reader, opts, w)
+	if errors.Is(err, errBundleTooLarge) {
+		return nil, fmt.Errorf("bundle of run %s: over %d MiB; use execledger export --principal %s with a time range", run, MaxBundleBytes>>20, ss.p.Name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bundle of run %s: %w", run, err)
 	}
@@ -90,4 +93,24 @@ func (ss *session) readBundle(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/x-ndjson", Text: buf.String()}}}, nil
+}
+
+// MaxBundleBytes bounds a bundle served as a resource: it is held in
+// memory, and a run may be long.
+const MaxBundleBytes = 64 << 20
+
+var errBundleTooLarge = errors.New("bundle too large")
+
+// capped is a writer that refuses to go past left bytes.
+type capped struct {
+	w    *bytes.Buffer
+	left int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if len(p) > c.left {
+		return 0, errBundleTooLarge
+	}
+	c.left -= len(p)
+	return c.w.Write(p)
 }
