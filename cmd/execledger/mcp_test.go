@@ -291,6 +291,18 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatalf("verify the bundle: %+v", r)
 	}
 
+	// Remapped to another principal, the login no longer opens agent's run.
+	remap := func(to string) {
+		if _, err := e.db.Pool.Exec(ctx, "UPDATE ledger.principals SET principal = $1 WHERE login_role = $2", to, e.agent.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remap("someone-else")
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "execledger://runs/" + run + "/bundle"}); err == nil {
+		t.Fatal("a login remapped to another principal read its old principal's run")
+	}
+	remap("agent")
+
 	// Refused before anything is submitted: schema, size, unknown tool.
 	before := e.countRequests(t)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"txt": "typo"}})

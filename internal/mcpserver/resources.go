@@ -79,9 +79,20 @@ func (ss *session) readBundle(ctx context.Context, req *mcp.ReadResourceRequest)
 	if !ok || !ok2 || run == "" || strings.Contains(run, "/") {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
+	// The principal as the database sees the login now, not as it was
+	// when the session began: a mapping changed since must not open the
+	// old principal's runs.
+	var login string
+	var principal *string
+	if err := ss.p.pool.QueryRow(ctx, queryWhoAmI).Scan(&login, &principal); err != nil {
+		return nil, fmt.Errorf("bundle of run %s: %w", run, err)
+	}
+	if principal == nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
 	var buf bytes.Buffer
 	w := bundle.NewWriter(&capped{w: &buf, left: MaxBundleBytes})
-	opts := export.Options{Scope: bundle.Scope{Principal: ss.p.Name, Run: run}, Wait: ss.s.opts.BundleWait}
+	opts := export.Options{Scope: bundle.Scope{Principal: *principal, Run: run}, Wait: ss.s.opts.BundleWait}
 	sum, err := export.Export(ctx, ss.s.opts.Reader, opts, w)
 	if errors.Is(err, errBundleTooLarge) {
 		return nil, fmt.Errorf("bundle of run %s: over %d MiB; use execledger export --principal %s with a time range", run, MaxBundleBytes>>20, ss.p.Name)
