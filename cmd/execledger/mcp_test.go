@@ -1022,3 +1022,24 @@ func TestMCPRefusesToStartBlind(t *testing.T) {
 		t.Errorf("--listen off loopback without TLS: %+v", r)
 	}
 }
+
+// TestMCPApprovalWaitTimesOut: a call that needs approval waits up to
+// mcp.call_timeout, then answers with the state it is in; the request
+// goes on waiting in the ledger.
+func TestMCPApprovalWaitTimesOut(t *testing.T) {
+	t.Parallel()
+	e := newMCPEnv(t, mcpPolicyText)
+	cs, _, _ := e.stdioSessionEnv(t, e.agent, "EXECLEDGER_MCP_CALL_TIMEOUT=2s")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := mcpOutcome(t, res)
+	if !res.IsError || o["state"] != "awaiting_approval" || !strings.Contains(resultText(res), "still awaiting_approval after 2s") {
+		t.Fatalf("timed-out wait: %v %q", o, resultText(res))
+	}
+	id := uuid.MustParse(o["request_id"].(string))
+	if s := e.requestState(t, id); s != ledger.StateAwaitingApproval {
+		t.Fatalf("after the wait the request is %s", s)
+	}
+}
