@@ -4,7 +4,7 @@
 //
 // A session acts as one principal: over stdio the login of the server's
 // own pool, over streamable HTTP the login a bearer token maps to
-// (ledger.mcp_tokens, migration 017), through a pool connected as that
+// (ledger.mcp_tokens, migration 018), through a pool connected as that
 // login, so that ledger.submit takes the principal from session_user as for
 // any client. Each session is one run (mcp-<uuid>).
 //

@@ -23,7 +23,7 @@ ORDER BY t.tool_id`
 	queryAttestation = `SELECT payload ->> 'envelope' FROM ledger.events
 WHERE stream = $1 AND type = 'attestation.signed' ORDER BY version DESC LIMIT 1`
 
-	// Tokens (migration 017).
+	// Tokens (migration 018).
 	queryTokenLogin  = `SELECT ledger.mcp_token_login($1)`
 	queryTokenCreate = `SELECT ledger.mcp_token_create($1, $2, $3, $4)`
 	queryTokenRevoke = `SELECT ledger.mcp_token_revoke($1)`

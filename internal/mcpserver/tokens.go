@@ -42,7 +42,7 @@ func tokenHash(token string) []byte {
 
 // CreateToken makes a token that acts as login and returns it; it is
 // shown once and never stored. The database refuses a login that is not
-// a mapped, unprivileged login role (migration 017); db must be a
+// a mapped, unprivileged login role (migration 018); db must be a
 // ledger_admin login.
 func CreateToken(ctx context.Context, db ledger.DBTX, login, note string) (token, id string, err error) {
 	var idb [6]byte

@@ -1,4 +1,4 @@
--- Migration 017: bearer tokens of `execledger mcp` over HTTP.
+-- Migration 018: bearer tokens of `execledger mcp` over HTTP.
 --
 -- An administrator maps a token to a login role; the MCP server, given a
 -- token, asks ledger.mcp_token_login for the login and then connects as
