@@ -2,7 +2,12 @@
 -- depends: api/notify_done.sql
 -- depends: projections/apply_requests.sql
 
--- cancel: the request's trace in request.cancelled.
+-- cancel ends a pending or awaiting request at once (request.cancelled,
+-- state cancelled, NOTIFY ledger_request_done). A running request is marked
+-- for cancellation, its executor told by NOTIFY ledger_request_cancel; the
+-- executor stops the work and records the cancellation. Returns false when
+-- the request is already final. A request the caller may not see does not
+-- exist for it. request.cancelled carries the request's trace (013).
 --
 -- SET enable_seqscan (014): its plans are index probes whatever size the
 -- tables had when they were made; CREATE OR REPLACE resets SET clauses,

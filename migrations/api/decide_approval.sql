@@ -3,7 +3,13 @@
 -- depends: api/wake_waiters.sql
 -- depends: projections/apply_requests.sql
 
--- decide_approval: an approved request wakes the waiters once (013's body otherwise).
+-- decide_approval is approve's and deny_approval's body. It takes a request
+-- that waits for approval, or one no executor has claimed yet (pending): an
+-- approval given early is recorded and lets the request run without
+-- waiting once an executor finds it sensitive; a denial ends it at once. A
+-- running or final request says so. approval.granted and approval.denied
+-- carry the request's trace (013); a request an approval makes pending
+-- wakes waiting executors once, through ledger.wake_waiters (016).
 --
 -- SET enable_seqscan (014): its plans are index probes whatever size the
 -- tables had when they were made; CREATE OR REPLACE resets SET clauses,

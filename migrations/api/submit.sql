@@ -2,7 +2,13 @@
 -- depends: events/uuid_v7.sql
 -- depends: projections/apply_requests.sql
 
--- submit: wakes the waiters once (013's body otherwise).
+-- submit records a tool request: the tool.requested event, the read-model
+-- row and the queue row, in the caller's transaction. A repeated
+-- (principal, idempotency_key) returns the first request's id and writes
+-- nothing; reusing a key for a different tool or input is an error.
+-- context.traceparent and context.tracestate become the trace metadata of
+-- its events (013); it wakes waiting executors once, through
+-- ledger.wake_waiters (016).
 --
 -- SET enable_seqscan (014): its plans are index probes whatever size the
 -- tables had when they were made; CREATE OR REPLACE resets SET clauses,
@@ -177,6 +183,10 @@ BEGIN
     RETURN v_id;
 END $_$;
 
+-- submit with input as text: what a call with an untyped literal or
+-- parameter resolves to. It parses the input itself so that JSON
+-- PostgreSQL cannot take (\u0000 above all, which jsonb refuses) is a
+-- ledger.submit error with a stable SQLSTATE, then submits it.
 CREATE OR REPLACE FUNCTION ledger.submit(tool text, input text, run_id text DEFAULT NULL::text, idempotency_key text DEFAULT NULL::text, context text DEFAULT '{}'::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'

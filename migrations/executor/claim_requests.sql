@@ -1,4 +1,9 @@
--- claim_requests: the request's trace in request.claimed.
+-- claim_requests takes up to max_requests pending requests in claim order,
+-- skipping rows other executors hold, marks them running under a new claim
+-- with a lease, appends request.claimed (with the request's trace, 013) to
+-- each and returns what the executor needs to authorize and run them. The
+-- caller's transaction continues with authorization, so that a budget is
+-- consumed atomically with the claim.
 --
 -- SET enable_seqscan (014): its plans are index probes whatever size the
 -- tables had when they were made; CREATE OR REPLACE resets SET clauses,

@@ -7,6 +7,42 @@
 -- depends: projections/apply_requests.sql
 -- depends: projections/apply_runs.sql
 
+-- executor_record is how an executor login records requests: in one
+-- call, events about the requests it names (claim_requests, each under
+-- claim_ids[i]) and, per request, the state change that follows from them
+-- (kinds[i], NULL for none):
+--   start          an authorized call begins (charges its run's budget when
+--                  charges[i]);
+--   await_approval it waits for ledger.approve, its claim released;
+--   requeue        a rescued request is pending again;
+--   finish         it ends in states[i] with error_kinds[i], errors[i],
+--                  outputs[i], tiers[i];
+--   attest         a request that ended in SQL gets its attestation.
+-- Events (streams, versions, types, payloads, metadatas: as append_events)
+-- go on request:<id> streams of named requests, or on channel:<name>
+-- streams as channel.message on behalf of the request its metadata's
+-- correlation_id names (version NULL: the stream's next). Each event type
+-- and each state change needs its request in the right claim_state:
+--   held:          policy.decided, budget.consumed, execution.started,
+--                  approval.requested, execution.finished,
+--                  request.cancelled, egress.connection, capability.used,
+--                  channel.published, channel.message; start and
+--                  await_approval (not yet started); finish
+--   lease_gone:    lease.expired; requeue; finish
+--   approval_gone: approval.denied; finish
+--   unattested:    attest
+--   any of these:  attestation.signed
+-- A request that finishes or is attested must have as its last event in
+-- the call an attestation.signed whose request_id is the request's, whose
+-- attestation_digest is that of its envelope, and whose statement names
+-- the request and agrees with the outcome (success, error kind);
+-- ledger.requests.attestation_digest is that digest. Nothing else an
+-- executor login can call writes requests.
+--
+-- A rescued request (requeue) keeps its place in the queue (015): the
+-- claim orders by (priority DESC, available_at, id), and requeue leaves
+-- available_at alone.
+--
 -- SET enable_seqscan (014): its plans are index probes whatever size the
 -- tables had when they were made; CREATE OR REPLACE resets SET clauses,
 -- so the clause lives here, in the CREATE.
