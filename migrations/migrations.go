@@ -210,28 +210,6 @@ func compare(defs []Definition, recorded map[string]record, version int32) (pend
 	return pending, retired
 }
 
-// Latest is the number of the newest embedded migration.
-func Latest(ctx context.Context, conn *pgx.Conn) (int32, error) {
-	m, err := newMigrator(ctx, conn, files)
-	if err != nil {
-		return 0, err
-	}
-	return int32(len(m.Migrations)), nil
-}
-
-// Current is the version the database behind conn is at (0 when unmigrated).
-func Current(ctx context.Context, conn *pgx.Conn) (int32, error) {
-	m, err := newMigrator(ctx, conn, files)
-	if err != nil {
-		return 0, err
-	}
-	v, err := m.GetCurrentVersion(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("migrations: read version: %w", err)
-	}
-	return v, nil
-}
-
 // ReadStatus compares the database behind conn with this binary's
 // migrations and definitions; it changes nothing but tern's version table,
 // which it creates when missing.

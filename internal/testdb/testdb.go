@@ -3,7 +3,7 @@
 // The server is TEST_DATABASE_URL when set (its database is used only to
 // create others), else postgres://postgres@127.0.0.1:5432/postgres. The
 // first test of a process migrates a template database named after a digest
-// of the migrations, once per cluster; every test then clones it, which
+// of the migrations and the definition files, once per cluster; every test then clones it, which
 // takes milliseconds, and drops its clone when it ends. Tests that use it
 // can run in parallel. A server that cannot be reached fails the test: it
 // is never skipped.
