@@ -1027,9 +1027,11 @@ CREATE FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx
     AS $$
     SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.payload::jsonb, e.metadata::jsonb, e.recorded_at
     FROM ledger.events e
+    LEFT JOIN (SELECT p.tx_id AS c_tx, p.position AS c_pos FROM ledger.projections p WHERE p.name = 'log') c ON true
     WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND (e.tx_id, e.position) <= (p_to_tx, p_to_pos)
       AND e.tx_id >= p_from_tx AND e.tx_id <= p_to_tx AND e.type = ANY(p_types)
-      AND ledger.in_record(e.tx_id, e.position)
+      AND (c.c_tx IS NULL OR (e.tx_id, e.position) > (c.c_tx, c.c_pos)
+           OR EXISTS (SELECT 1 FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id))
 $$;
 
 
@@ -1687,6 +1689,77 @@ CREATE FUNCTION ledger.log_size() RETURNS bigint
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT coalesce((SELECT l.leaf_index + 1 FROM ledger.log_leaves l ORDER BY l.leaf_index DESC LIMIT 1), 0)
+$$;
+
+
+--
+-- Name: mcp_login_refusal(name); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.mcp_login_refusal(p_login name) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE
+        WHEN r.oid IS NULL THEN format('no login role %I', p_login)
+        WHEN NOT r.rolcanlogin THEN format('role %I cannot log in', p_login)
+        WHEN r.rolsuper OR r.rolbypassrls THEN format('role %I is a superuser or bypasses row security', p_login)
+        WHEN pg_has_role(r.oid, 'ledger_executor', 'MEMBER') OR pg_has_role(r.oid, 'ledger_admin', 'MEMBER')
+          OR pg_has_role(r.oid, 'ledger_skill_admin', 'MEMBER')
+            THEN format('role %I is an executor, admin or skill admin: a token may act only as a submitter', p_login)
+        WHEN NOT EXISTS (SELECT 1 FROM ledger.principals p WHERE p.login_role = p_login)
+            THEN format('role %I is not mapped to a principal (ledger.principals)', p_login)
+    END
+    FROM (SELECT 1) one LEFT JOIN pg_roles r ON r.rolname = p_login
+$$;
+
+
+--
+-- Name: mcp_token_create(text, bytea, name, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.mcp_token_create(p_token_id text, p_sha256 bytea, p_login name, p_note text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    why text := ledger.mcp_login_refusal(p_login);
+BEGIN
+    IF why IS NOT NULL THEN
+        RAISE EXCEPTION 'mcp token: %', why USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO ledger.mcp_tokens (token_id, token_sha256, login_role, note)
+    VALUES (p_token_id, p_sha256, p_login, nullif(p_note, ''));
+END
+$$;
+
+
+--
+-- Name: mcp_token_login(bytea); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.mcp_token_login(p_sha256 bytea) RETURNS name
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT t.login_role FROM ledger.mcp_tokens t
+    WHERE t.token_sha256 = p_sha256 AND t.revoked_at IS NULL AND ledger.mcp_login_refusal(t.login_role) IS NULL
+$$;
+
+
+--
+-- Name: mcp_token_revoke(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.mcp_token_revoke(p_token_id text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    WITH r AS (
+        UPDATE ledger.mcp_tokens SET revoked_at = clock_timestamp(), revoked_by = session_user
+        WHERE token_id = p_token_id AND revoked_at IS NULL
+        RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM r)
 $$;
 
 
@@ -2361,9 +2434,11 @@ CREATE FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events
     AS $$
     SELECT e.*
     FROM ledger.events e
+    LEFT JOIN (SELECT p.tx_id AS c_tx, p.position AS c_pos FROM ledger.projections p WHERE p.name = 'log') c ON true
     WHERE (e.tx_id, e.position) > (after_tx, after_position)
       AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-      AND ledger.in_record(e.tx_id, e.position)
+      AND (c.c_tx IS NULL OR (e.tx_id, e.position) > (c.c_tx, c.c_pos)
+           OR EXISTS (SELECT 1 FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id))
     ORDER BY e.tx_id, e.position
     LIMIT max_events
 $$;
@@ -3247,7 +3322,10 @@ CREATE FUNCTION ledger.unsealed_events(p_limit integer DEFAULT 1000) RETURNS TAB
     SELECT e.tx_id, e.position, e.stream, e.version, e.type, e.recorded_at,
            CASE WHEN e.tx_id >= pg_snapshot_xmax(pg_current_snapshot()) THEN 'future_transaction' ELSE 'behind_sealer' END
     FROM ledger.events e
-    WHERE NOT ledger.in_record(e.tx_id, e.position)
+    LEFT JOIN (SELECT p.tx_id AS c_tx, p.position AS c_pos FROM ledger.projections p WHERE p.name = 'log') c ON true
+    WHERE (e.tx_id >= pg_snapshot_xmax(pg_current_snapshot())
+           OR ((e.tx_id, e.position) <= (c.c_tx, c.c_pos)
+               AND NOT EXISTS (SELECT 1 FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id)))
     ORDER BY e.tx_id, e.position
     LIMIT greatest(p_limit, 1)
 $$;
@@ -3497,6 +3575,33 @@ CREATE TABLE ledger.log_nodes (
 --
 
 COMMENT ON TABLE ledger.log_nodes IS 'Merkle log: RFC 6962 hashes of the perfect subtrees (level 0: leaf hashes).';
+
+
+--
+-- Name: mcp_tokens; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.mcp_tokens (
+    token_id text NOT NULL,
+    token_sha256 bytea NOT NULL,
+    login_role name NOT NULL,
+    note text,
+    created_by name DEFAULT SESSION_USER NOT NULL,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    revoked_at timestamp with time zone,
+    revoked_by name,
+    CONSTRAINT mcp_tokens_id_check CHECK ((token_id ~ '^[0-9a-f]{12}$'::text)),
+    CONSTRAINT mcp_tokens_note_check CHECK (((note IS NULL) OR (octet_length(note) <= 1024))),
+    CONSTRAINT mcp_tokens_revoked_check CHECK (((revoked_at IS NULL) = (revoked_by IS NULL))),
+    CONSTRAINT mcp_tokens_sha256_check CHECK ((octet_length(token_sha256) = 32))
+);
+
+
+--
+-- Name: TABLE mcp_tokens; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.mcp_tokens IS 'Bearer tokens of execledger mcp (SHA-256 only) and the login role each acts as.';
 
 
 --
@@ -4183,6 +4288,14 @@ ALTER TABLE ONLY ledger.log_nodes
 
 
 --
+-- Name: mcp_tokens mcp_tokens_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.mcp_tokens
+    ADD CONSTRAINT mcp_tokens_pkey PRIMARY KEY (token_id);
+
+
+--
 -- Name: notify_secret notify_secret_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
 --
 
@@ -4383,6 +4496,13 @@ CREATE UNIQUE INDEX events_delivery_idx ON ledger.events USING btree (tx_id, "po
 --
 
 CREATE UNIQUE INDEX log_leaves_position_idx ON ledger.log_leaves USING btree ("position");
+
+
+--
+-- Name: mcp_tokens_sha256_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE UNIQUE INDEX mcp_tokens_sha256_idx ON ledger.mcp_tokens USING btree (token_sha256);
 
 
 --
@@ -4807,6 +4927,7 @@ GRANT USAGE ON SCHEMA ledger TO ledger_auditor;
 GRANT USAGE ON SCHEMA ledger TO ledger_admin;
 GRANT USAGE ON SCHEMA ledger TO ledger_reader;
 GRANT USAGE ON SCHEMA ledger TO ledger_skill_admin;
+GRANT USAGE ON SCHEMA ledger TO ledger_mcp_gateway;
 
 
 --
@@ -5093,6 +5214,38 @@ REVOKE ALL ON FUNCTION ledger.log_size() FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.log_size() TO ledger_executor;
 GRANT ALL ON FUNCTION ledger.log_size() TO ledger_auditor;
 GRANT ALL ON FUNCTION ledger.log_size() TO ledger_admin;
+
+
+--
+-- Name: FUNCTION mcp_login_refusal(p_login name); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.mcp_login_refusal(p_login name) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION mcp_token_create(p_token_id text, p_sha256 bytea, p_login name, p_note text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.mcp_token_create(p_token_id text, p_sha256 bytea, p_login name, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.mcp_token_create(p_token_id text, p_sha256 bytea, p_login name, p_note text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION mcp_token_login(p_sha256 bytea); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.mcp_token_login(p_sha256 bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.mcp_token_login(p_sha256 bytea) TO ledger_mcp_gateway;
+GRANT ALL ON FUNCTION ledger.mcp_token_login(p_sha256 bytea) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION mcp_token_revoke(p_token_id text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.mcp_token_revoke(p_token_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.mcp_token_revoke(p_token_id text) TO ledger_admin;
 
 
 --
@@ -5520,6 +5673,14 @@ GRANT SELECT ON TABLE ledger.log_leaves TO ledger_admin;
 GRANT SELECT ON TABLE ledger.log_nodes TO ledger_executor;
 GRANT SELECT ON TABLE ledger.log_nodes TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.log_nodes TO ledger_admin;
+
+
+--
+-- Name: TABLE mcp_tokens; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.mcp_tokens TO ledger_admin;
+GRANT SELECT ON TABLE ledger.mcp_tokens TO ledger_auditor;
 
 
 --

@@ -65,8 +65,9 @@ type child struct {
 	done  chan error
 }
 
-// startChild runs an executor process against url.
-func (k chaosKit) startChild(t *testing.T, url, label string) *child {
+// startChild runs an executor process against url; env adds to its
+// environment (CHAOS_LEASE=60s: a lease other than 2 s).
+func (k chaosKit) startChild(t *testing.T, url, label string, env ...string) *child {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(k.dir, label+".log"))
 	if err != nil {
@@ -75,6 +76,7 @@ func (k chaosKit) startChild(t *testing.T, url, label string) *child {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "EXECLEDGER_CHAOS_CHILD=1", "DATABASE_URL="+url, "CHAOS_LABEL="+label,
 		"CHAOS_KEY="+k.keyPath, "CHAOS_JOURNAL="+k.journalPath)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -285,7 +287,9 @@ func TestChaosKillExecutor(t *testing.T) {
 }
 
 // TestChaosTwoExecutorProcesses runs two executor processes on one
-// database: no request is claimed by both.
+// database: no request is claimed by both. Their leases are a minute long:
+// on a loaded machine a 2 s lease can expire while its executor lives, and
+// the request is then rightly claimed again, which is not what is counted.
 func TestChaosTwoExecutorProcesses(t *testing.T) {
 	t.Parallel()
 	n := chaosSize(400, 3000)
@@ -293,8 +297,8 @@ func TestChaosTwoExecutorProcesses(t *testing.T) {
 	db := testdb.New(t)
 	alice := ledger.NewClient(db.LoginRole(t, "alice", "ledger_submitter").Pool)
 	defer alice.Close()
-	a := k.startChild(t, db.URL, "exec-a")
-	b := k.startChild(t, db.URL, "exec-b")
+	a := k.startChild(t, db.URL, "exec-a", "CHAOS_LEASE=1m")
+	b := k.startChild(t, db.URL, "exec-b", "CHAOS_LEASE=1m")
 	for i := range n {
 		if _, err := alice.Submit(context.Background(), mixedInput(i)); err != nil {
 			t.Fatal(err)
@@ -316,6 +320,60 @@ FROM (SELECT payload ->> 'executor' AS executor, count(*) AS n FROM ledger.event
 		t.Errorf("%d executors claimed work (%v), want both", execs, err)
 	}
 	t.Logf("%d requests, each claimed once; claims per executor: %s", n, split)
+}
+
+// TestChaosGracefulStop stops one of two executor processes with SIGTERM
+// while they share a load: once it has exited it holds no claim, and every
+// request ends, claimed once, without a lease having to expire. Its leases
+// are a minute long, so that on a loaded machine none expires while its
+// executor lives: any that did would be one a stop left behind.
+func TestChaosGracefulStop(t *testing.T) {
+	t.Parallel()
+	n := chaosSize(300, 2000)
+	k := newChaosKit(t)
+	db := testdb.New(t)
+	ctx := context.Background()
+	alice := ledger.NewClient(db.LoginRole(t, "alice", "ledger_submitter").Pool)
+	defer alice.Close()
+	for i := range n {
+		if _, err := alice.Submit(ctx, mixedInput(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := k.startChild(t, db.URL, "exec-a", "CHAOS_LEASE=1m")
+	b := k.startChild(t, db.URL, "exec-b", "CHAOS_LEASE=1m")
+	for finishedCount(t, db.Pool) < n/3 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.terminate(t)
+	var held, claimedByA int
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM ledger.queue WHERE claimed_by = 'exec-a'),
+       (SELECT count(*) FROM ledger.events WHERE type = 'request.claimed' AND payload ->> 'executor' = 'exec-a')`).Scan(&held, &claimedByA); err != nil {
+		t.Fatal(err)
+	}
+	if held != 0 {
+		t.Errorf("exec-a exited on SIGTERM still holding %d claims", held)
+	}
+	waitAllFinal(t, db.Pool, n, 3*time.Minute)
+	b.terminate(t)
+	ran := k.journalCounts(t)
+	stopped := 0
+	for _, o := range k.outcomes(t, db.Pool) {
+		// A call of exec-a's that outlasted its shutdown grace (10 s, on
+		// a loaded machine) ends cancelled: final, not left behind.
+		ok := o.state == "succeeded" || o.state == "cancelled" && o.kind == "cancelled"
+		if o.claims != 1 || !ok || !o.attested || ran[o.id] > 1 {
+			t.Errorf("%s (%s): claimed %d times, %s/%s, attested %v, ran %d", o.id, o.tool, o.claims, o.state, o.kind, o.attested, ran[o.id])
+		}
+		if o.state == "cancelled" {
+			stopped++
+		}
+	}
+	var expired int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM ledger.events WHERE type = 'lease.expired'").Scan(&expired); err != nil || expired != 0 {
+		t.Errorf("%d leases expired (%v): a graceful stop left work to rescue", expired, err)
+	}
+	t.Logf("%d requests; exec-a claimed %d before its SIGTERM, left none claimed, and stopped %d after its grace", n, claimedByA, stopped)
 }
 
 // TestChaosPostgresRestart restarts PostgreSQL under load: the executor

@@ -43,6 +43,7 @@ type claimer struct {
 	metrics *Metrics
 	tracing tracing
 	logger  *slog.Logger
+	hooks   *testHooks
 	wake    chan struct{} // a NOTIFY or a free slot: try to claim
 	// woken is set by a NOTIFY on ledger_request_pending: the submit that
 	// sent it took this executor's registration (ledger.wake_waiters), so
@@ -142,9 +143,22 @@ func (c *claimer) unregisterWaiter(ctx context.Context) bool {
 	return err == nil
 }
 
-// claim takes up to n requests and authorizes them in one transaction. It
-// returns how many requests it claimed.
-func (c *claimer) claim(ctx context.Context, n int) (int, error) {
+// claim takes up to n requests and authorizes them in one transaction,
+// and hands those that may run to the runner. It returns how many requests
+// it claimed.
+//
+// What a claim commits must reach the runner, which holds it until its
+// outcome is written; the stop (stop ending) must therefore never come
+// between the two. Cut off during COMMIT, the transaction commits on the
+// server while the client sees an error: its claims would be held by an
+// executor that never runs, never completes and never heartbeats them,
+// until their leases expire. So the claim runs in a context of its own,
+// which the stop does not end (outlive), and what it commits runs under
+// the shutdown grace like every call already running: the claimer heeds
+// the stop only between claims.
+func (c *claimer) claim(stop context.Context, n int) (int, error) {
+	ctx, cancel := outlive(stop, c.cfg.Lease)
+	defer cancel()
 	began := time.Now()
 	var (
 		claimed    []*job
@@ -156,11 +170,14 @@ func (c *claimer) claim(ctx context.Context, n int) (int, error) {
 	_, err := settle(ctx, c.rec, queryClaim, []any{c.cfg.Label, n, c.cfg.Lease.String()}, c.scanJob,
 		func(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes) error {
 			claimed = jobs
+			c.hooks.reach(hookClaimLocked)
 			// The claim query itself is not traced: most polls claim
 			// nothing, and a trace per empty poll would bury the requests'.
 			ctx, batchSpan, claimSpans = c.tracing.claimed(ctx, jobs, began)
 			var err error
-			toRun, denied, err = c.decide(ctx, tx, jobs, w)
+			if toRun, denied, err = c.decide(ctx, tx, jobs, w); err == nil {
+				c.hooks.reach(hookClaimDecided)
+			}
 			return err
 		})
 	if err != nil {
@@ -179,10 +196,34 @@ func (c *claimer) claim(ctx context.Context, n int) (int, error) {
 		c.metrics.finish(c.tools.label(j.tool), ledger.StateDenied, j.deniedKind, j.submittedAt)
 	}
 	endClaim(claimed, batchSpan, claimSpans, nil, toRun)
+	if len(claimed) > 0 {
+		c.hooks.reach(hookClaimCommitted)
+	}
 	for _, j := range toRun {
 		c.runner.start(j)
 	}
 	return len(claimed), nil
+}
+
+// outlive returns a context that ctx's end does not cancel, for work a
+// stop must not interrupt, except to abandon it d after the stop. A claim
+// still running one lease after the stop has lost whatever it claimed
+// anyway: the leases it took have expired, and rescue settles them.
+func outlive(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopWatching := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-out.Done():
+		}
+	})
+	return out, func() {
+		stopWatching()
+		cancel()
+	}
 }
 
 // scanJob reads one claimed request.

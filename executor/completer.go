@@ -31,6 +31,7 @@ type completer struct {
 	metrics   *Metrics
 	tracing   tracing
 	logger    *slog.Logger
+	hooks     *testHooks
 }
 
 // run completes until in is closed and drained.
@@ -53,7 +54,9 @@ func (c *completer) run(ctx context.Context) {
 				break drain
 			}
 		}
+		c.hooks.reach(hookCompleteBegin)
 		c.completeWithRetry(ctx, batch)
+		c.hooks.reach(hookCompleteEnd)
 	}
 }
 func (c *completer) completeWithRetry(ctx context.Context, batch []outcome) {

@@ -29,6 +29,11 @@
 // and read rows, decide what becomes of each, sign, record it all with one
 // call of ledger.executor_record (which checks the claims), commit.
 //
+// A stop ends the claimer between claims, never inside one: what a claim
+// commits always reaches the runner, whose calls get the shutdown grace
+// and whose outcomes the completer writes before Run returns, so a stopped
+// executor holds no claim (docs/chaos.md, "Graceful stop").
+//
 // # Tools
 //
 // A Tool is a built-in or a sandbox tier's runner. Its Prepare runs at

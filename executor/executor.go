@@ -33,6 +33,8 @@ type Executor struct {
 	heartbeat *heartbeat
 	listener  *listener
 	rescuer   *rescuer
+
+	hooks *testHooks
 }
 
 // New returns an Executor running the given tools.
@@ -56,11 +58,12 @@ func New(pool *pgxpool.Pool, cfg Config, pol *policy.Engine, signer *attest.Sign
 	store := ledger.NewStore(pool)
 	rec := &recorder{pool: pool, store: store, signer: signer, policyDigest: pol.Digest(), label: cfg.Label,
 		approvalTimeout: cfg.ApprovalTimeout, logger: logger}
+	hooks := &testHooks{}
 	outcomes := make(chan outcome, cfg.Workers)
 	run := newRunner(cfg.Workers, cfg.ToolTimeout, outcomes)
-	run.tools, run.metrics, run.tracing, run.logger = ts, cfg.Metrics, tr, logger
+	run.tools, run.metrics, run.tracing, run.logger, run.hooks = ts, cfg.Metrics, tr, logger, hooks
 	cl := &claimer{cfg: cfg, rec: rec, policy: pol, tools: ts, runner: run, metrics: cfg.Metrics, tracing: tr, logger: logger,
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), hooks: hooks}
 	run.freed = cl.poke
 	hb := &heartbeat{pool: pool, lease: cfg.Lease, claims: run, logger: logger}
 	return &Executor{
@@ -68,17 +71,20 @@ func New(pool *pgxpool.Pool, cfg Config, pol *policy.Engine, signer *attest.Sign
 		claimer: cl,
 		runner:  run,
 		completer: &completer{rec: rec, batchSize: cfg.CompleteBatch, in: outcomes, jobs: run, tools: ts, metrics: cfg.Metrics,
-			tracing: tr, logger: logger},
+			tracing: tr, logger: logger, hooks: hooks},
 		heartbeat: hb,
 		listener:  &listener{pool: pool, logger: logger, pending: cl.notified, cancel: hb.readCancelFlags},
 		rescuer: &rescuer{rec: rec, tools: ts, interval: cfg.RescueInterval, maxAttempts: cfg.MaxAttempts, metrics: cfg.Metrics,
 			logger: logger, requeued: cl.poke},
+		hooks: hooks,
 	}, nil
 }
 
-// Run claims and runs requests until ctx ends, then stops claiming, lets
-// running calls finish for up to ShutdownGrace, stops the rest and records
-// why, and returns once every outcome is written.
+// Run claims and runs requests until ctx ends, then stops claiming (a
+// claim in progress is finished and handed to the runner, see
+// claimer.claim), lets running calls finish for up to ShutdownGrace, stops
+// the rest and records why, and returns once every outcome is written: it
+// returns holding no claim (docs/chaos.md, "Graceful stop").
 func (e *Executor) Run(ctx context.Context) error {
 	if err := e.startup(ctx); err != nil {
 		if ctx.Err() != nil {

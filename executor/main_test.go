@@ -53,7 +53,13 @@ func chaosChild() int {
 		return fail(err)
 	}
 	defer pool.Close()
-	x, err := New(pool, Config{Label: os.Getenv("CHAOS_LABEL"), Lease: 2 * time.Second, RescueInterval: 200 * time.Millisecond,
+	lease := 2 * time.Second
+	if s := os.Getenv("CHAOS_LEASE"); s != "" {
+		if lease, err = time.ParseDuration(s); err != nil {
+			return fail(err)
+		}
+	}
+	x, err := New(pool, Config{Label: os.Getenv("CHAOS_LABEL"), Lease: lease, RescueInterval: 200 * time.Millisecond,
 		PollInterval: 200 * time.Millisecond, Workers: 32, ClaimBatch: 16},
 		pol, attest.NewSigner(ed25519.NewKeyFromSeed(seed)), logger, Echo{}, Sleep{}, journal{path: os.Getenv("CHAOS_JOURNAL")})
 	if err != nil {

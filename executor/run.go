@@ -28,6 +28,7 @@ type runner struct {
 	slots    chan struct{}  // one token per running call
 	outcomes chan<- outcome // finished calls, to the completer
 	freed    func()         // a slot was freed: the claimer may claim again
+	hooks    *testHooks
 
 	mu       sync.Mutex
 	inflight map[uuid.UUID]*job // claimed and not yet completed
@@ -51,7 +52,9 @@ func (r *runner) start(j *job) {
 	r.metrics.setInflight(len(r.inflight))
 	r.mu.Unlock()
 	go func() {
+		r.hooks.reach(hookRunBegin)
 		res := r.execute(j)
+		r.hooks.reach(hookRunEnd)
 		endRun(res)
 		r.metrics.ran(r.tools.label(j.tool), j, res)
 		o := outcome{job: j, result: res, finished: time.Now()}

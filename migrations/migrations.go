@@ -40,7 +40,7 @@ var definitionFiles embed.FS
 const VersionTable = "public.execledger_schema_version"
 
 // DefinitionTable records each applied definition file: its SHA-256 and
-// the schema version it was applied at (migration 018 creates it).
+// the schema version it was applied at (migration 019 creates it).
 const DefinitionTable = "public.execledger_definitions"
 
 // ternLock is the advisory lock tern takes around each of its steps
@@ -159,7 +159,7 @@ type record struct {
 }
 
 // readRecorded returns the recorded definitions, or nil when the table
-// does not exist yet (a database before migration 018).
+// does not exist yet (a database before migration 019).
 func readRecorded(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 	QueryRow(context.Context, string, ...any) pgx.Row

@@ -11,6 +11,11 @@ import (
 // ErrUnknownProjection: no projection of that name has ever run.
 var ErrUnknownProjection = errors.New("projector: unknown projection")
 
+// ErrMerkleLog: a rebuild or verify of the Merkle log's projection, whose
+// leaves and nodes are what signed checkpoints commit to, not derived
+// state: it is never rebuilt, and `execledger verify --db` checks it.
+var ErrMerkleLog = errors.New("projector: the Merkle log is never rebuilt from the events")
+
 // ErrNotFailed: Retry of a projection that is not failed.
 var ErrNotFailed = errors.New("projector: projection is not failed")
 

@@ -60,6 +60,12 @@ FROM ledger.projections p
 WHERE $1::text IS NULL OR p.name = $1
 ORDER BY p.name`
 
+	// queryVerifyTargets reads the projections Verify visits: those named
+	// in $1, or every one with tables when $1 is NULL.
+	queryVerifyTargets = `SELECT name, mode, tables FROM ledger.projections
+WHERE CASE WHEN $1::text[] IS NULL THEN cardinality(tables) > 0 ELSE name = ANY($1) END
+ORDER BY name`
+
 	// lagCountCap bounds the events-behind count.
 	lagCountCap    = 1_000_000
 	lagCountCapSQL = "1000000"

@@ -101,8 +101,12 @@ func AbortRebuild(ctx context.Context, db ledger.DBTX, name string) (bool, error
 
 func rebuildError(name, step string, err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "P0002" {
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "P0002":
 		return fmt.Errorf("%w: %s", ErrUnknownProjection, name)
+	case errors.As(err, &pgErr) && pgErr.Code == "0A000":
+		// projection_rebuild_begin refuses the Merkle log.
+		return fmt.Errorf("%w: %s", ErrMerkleLog, name)
 	}
 	return fmt.Errorf("projector: rebuild %s (%s): %w", name, step, err)
 }
@@ -120,6 +124,9 @@ type TableCheck struct {
 	// FirstDifference names the first row, in primary key order, that
 	// differs; "" when the tables are identical.
 	FirstDifference string `json:"first_difference,omitempty"`
+	// Skipped says why the table was not compared (the Merkle log's);
+	// its other fields are then zero.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // OK reports whether the live table equals its rebuild.
@@ -137,23 +144,77 @@ type Verifier interface {
 // empty) from the log into scratch tables and compares every row with its
 // live tables, each projection in one REPEATABLE READ transaction so that
 // the log and the tables are read at the same moment. Nothing is written.
+// The Merkle log is not rebuilt from the events: with no names its tables
+// are listed as Skipped, and naming it is ErrMerkleLog.
 func Verify(ctx context.Context, db Verifier, names ...string) ([]TableCheck, error) {
-	if len(names) == 0 {
-		rows, err := db.Query(ctx, `SELECT name FROM ledger.projections WHERE cardinality(tables) > 0 ORDER BY name`)
-		if err != nil {
-			return nil, fmt.Errorf("projector: verify: %w", err)
-		}
-		if names, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-			return nil, fmt.Errorf("projector: verify: %w", err)
-		}
+	targets, err := verifyTargets(ctx, db, names)
+	if err != nil {
+		return nil, err
 	}
 	var out []TableCheck
-	for _, name := range names {
-		checks, err := verifyOne(ctx, db, name)
+	for _, p := range targets {
+		if p.mode == modeSealer {
+			if len(names) > 0 {
+				return out, fmt.Errorf("%w: %s", ErrMerkleLog, p.name)
+			}
+			for _, t := range p.tables {
+				out = append(out, TableCheck{Projection: p.name, Table: t, Skipped: MerkleLogSkipped})
+			}
+			continue
+		}
+		checks, err := verifyOne(ctx, db, p.name)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, checks...)
+	}
+	return out, nil
+}
+
+// MerkleLogSkipped is why Verify does not compare the Merkle log's tables.
+const MerkleLogSkipped = "the Merkle log is not rebuilt from the events (signed checkpoints commit to its leaves); execledger verify --db checks it from the first leaf"
+
+// modeSealer is ledger.projections.mode of the Merkle log (migration 011).
+const modeSealer = "sealer"
+
+// verifyTarget is a projection Verify visits.
+type verifyTarget struct {
+	name, mode string
+	tables     []string
+}
+
+// verifyTargets are the projections named, in their order (one that does
+// not exist is left to projection_verify to refuse), or, with no names,
+// every projection with tables, by name.
+func verifyTargets(ctx context.Context, db ledger.DBTX, names []string) ([]verifyTarget, error) {
+	var arg []string
+	if len(names) > 0 {
+		arg = names
+	}
+	rows, err := db.Query(ctx, queryVerifyTargets, arg)
+	if err != nil {
+		return nil, fmt.Errorf("projector: verify: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (verifyTarget, error) {
+		var p verifyTarget
+		err := row.Scan(&p.name, &p.mode, &p.tables)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projector: verify: %w", err)
+	}
+	if len(names) == 0 {
+		return found, nil
+	}
+	out := make([]verifyTarget, 0, len(names))
+	for _, name := range names {
+		p := verifyTarget{name: name}
+		for _, f := range found {
+			if f.name == name {
+				p = f
+			}
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

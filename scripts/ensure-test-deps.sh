@@ -12,6 +12,9 @@
 #   - make and git, launchers the sandbox tests show confined;
 #   - wabt, whose wat2wasm builds the WebAssembly text modules the fuel
 #     metering tests (internal/wasm/meter) run;
+#   - node and npm, and the MCP TypeScript SDK from npm in testdata/mcp-node
+#     (npm ci from its package-lock.json), the independent client of the
+#     execledger mcp end-to-end test;
 #   - prometheus (with promtool), which the dashboards test runs on a free
 #     port with its own configuration and data directory. The Debian package
 #     would also start and enable a system Prometheus on :9090; that one is
@@ -40,6 +43,16 @@ command -v curl >/dev/null 2>&1 || apt_install curl
 command -v make >/dev/null 2>&1 || apt_install make
 command -v git >/dev/null 2>&1 || apt_install git
 command -v wat2wasm >/dev/null 2>&1 || apt_install wabt
+command -v node >/dev/null 2>&1 || apt_install nodejs
+command -v npm >/dev/null 2>&1 || apt_install npm
+
+# The npm client of the MCP end-to-end test, again whenever the lock file
+# is newer than what was installed.
+mcp_node=testdata/mcp-node
+if [[ ! -f "$mcp_node/node_modules/.package-lock.json" || "$mcp_node/package-lock.json" -nt "$mcp_node/node_modules/.package-lock.json" ]]; then
+	echo "ensure-test-deps: npm ci in $mcp_node"
+	npm ci --prefix "$mcp_node" --no-audit --no-fund
+fi
 
 # without_service_starts runs a command with service starts refused by
 # policy-rc.d (invoke-rc.d and deb-systemd-invoke obey it), unless a

@@ -20,13 +20,13 @@ type result struct {
 	stdout, stderr string
 }
 
-func execute(t *testing.T, environ []string, stdin string, args ...string) result {
+func execute(t testing.TB, environ []string, stdin string, args ...string) result {
 	t.Helper()
 	return executeWithin(t, time.Minute, environ, stdin, args...)
 }
 
 // executeWithin is execute with a deadline other than a minute.
-func executeWithin(t *testing.T, d time.Duration, environ []string, stdin string, args ...string) result {
+func executeWithin(t testing.TB, d time.Duration, environ []string, stdin string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -25,7 +25,7 @@ func newProjectorRebuildCmd(e *env) *cobra.Command {
 ones serve, then swaps them in atomically. It shows position, events/s and ETA on stderr
 (rewritten in place on a terminal, a line every 2 s otherwise). An interrupted rebuild
 resumes when run again; --abort drops it instead. It exits 5 when there is no such
-projection, and needs ledger_admin.`,
+projection, 2 for the Merkle log (log), which is never rebuilt, and needs ledger_admin.`,
 		Example: `  execledger projector rebuild requests
   execledger projector rebuild runs --abort`,
 		Args: exactArgs(1),
@@ -67,6 +67,8 @@ func runProjectorRebuild(ctx context.Context, e *env, name string, batch int, ab
 	switch {
 	case errors.Is(err, projector.ErrUnknownProjection):
 		return fail(exitNotFound, "no projection %s: `execledger projector status` lists them", name)
+	case errors.Is(err, projector.ErrMerkleLog):
+		return merkleLogError(name)
 	case err != nil && ctx.Err() != nil:
 		return fail(exitError, "rebuild of %s interrupted at position %d; the live tables are untouched. Run it again to resume, or with --abort to drop what it built",
 			name, pr.last.Position)
@@ -136,8 +138,9 @@ func newProjectorVerifyCmd(e *env) *cobra.Command {
 		Short: "Rebuild into scratch tables and compare every row with the live tables; exit 3 when one differs",
 		Long: `Verify rebuilds each read model (or NAME's) into temporary tables and compares every row
 with the live tables: a table of projection, table, rows and ok or DIFFERS: with the first
-differing row. It exits 3 when a table differs, 5 when there is no such projection, and needs
-ledger_admin or ledger_auditor.`,
+differing row. The Merkle log (projection log) is not rebuilt from the events: it is listed
+as skipped, and ` + "`execledger verify --db`" + ` checks it. It exits 3 when a table differs, 5 when
+there is no such projection, 2 when NAME is log, and needs ledger_admin or ledger_auditor.`,
 		Example: `  execledger projector verify
   execledger projector verify requests --json`,
 		Args: maxArgs(1),
@@ -148,6 +151,11 @@ ledger_admin or ledger_auditor.`,
 	e.jsonFlag(cmd, "print a JSON array, one object per table")
 	e.configFlag(cmd)
 	return cmd
+}
+
+// merkleLogError refuses to rebuild or verify the Merkle log by name.
+func merkleLogError(name string) error {
+	return fail(exitUsage, "%s is the Merkle log, which signed checkpoints commit to: it is never rebuilt from the events; `execledger verify --db` checks it from the first leaf", name)
 }
 
 // runProjectorVerify: execledger projector verify [NAME] [--json]. Exit 0
@@ -162,6 +170,8 @@ func runProjectorVerify(ctx context.Context, e *env, pos []string) error {
 	switch {
 	case errors.Is(err, projector.ErrUnknownProjection):
 		return fail(exitNotFound, "no projection %s: `execledger projector status` lists them", pos[0])
+	case errors.Is(err, projector.ErrMerkleLog):
+		return merkleLogError(pos[0])
 	case err != nil:
 		return fail(exitError, "%v", err)
 	}
@@ -180,6 +190,10 @@ func runProjectorVerify(ctx context.Context, e *env, pos []string) error {
 	tw := tabwriter.NewWriter(e.io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROJECTION\tTABLE\tLIVE ROWS\tREBUILT ROWS\tRESULT")
 	for _, c := range checks {
+		if c.Skipped != "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\tskipped: %s\n", c.Projection, c.Table, c.Skipped)
+			continue
+		}
 		result := "ok"
 		if !c.OK() {
 			result = "DIFFERS: " + c.FirstDifference

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
 	"github.com/execledger/execledger/projector"
 )
 
@@ -159,5 +161,105 @@ func TestProjectorRebuildSurvivesKill9(t *testing.T) {
 	}
 	if r = execute(t, environ, "", "projector", "verify", "requests"); r.code != exitOK {
 		t.Fatalf("verify after the resumed rebuild: %+v", r)
+	}
+}
+
+// TestProjectorVerifyAfterTheSealer: once the Merkle log's sealer has run,
+// `projector verify` with no name still verifies every read model and exits
+// 0: the log, which is not rebuilt from the events but checked by `verify
+// --db`, is listed as skipped with that reason. Named, the log is refused
+// by verify and rebuild alike with the same reason; status and retry treat
+// it as the projection it is.
+func TestProjectorVerifyAfterTheSealer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	alice := db.LoginRole(t, "alice", "ledger_submitter")
+	for i := range 3 {
+		if _, err := alice.Pool.Exec(ctx, `SELECT ledger.submit('echo', jsonb_build_object('n', $1::int))`, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var events int64
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger.events`).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := projector.New(db.Pool, projector.Config{PollInterval: 20 * time.Millisecond},
+		append(projector.ReadModels(), projector.Sealer(ledger.NewSealer(ledger.SealerConfig{})))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runUntilStopped(t, "projection engine", eng.Run)
+	// read_all delivers nothing past the cluster's oldest running
+	// transaction (other tests' too): wait for the sealer, however long.
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		var size int64
+		if err := db.Pool.QueryRow(ctx, `SELECT ledger.log_size()`).Scan(&size); err != nil {
+			t.Fatal(err)
+		}
+		if size >= events {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sealer sealed %d of %d events in two minutes", size, events)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+
+	for _, role := range []string{"ledger_admin", "ledger_auditor"} {
+		environ := []string{"DATABASE_URL=" + db.LoginRole(t, "", role).URL}
+		r := execute(t, environ, "", "projector", "verify")
+		if r.code != exitOK || strings.Contains(r.stdout, "DIFFERS") || !strings.Contains(r.stdout, "request_status") ||
+			!strings.Contains(r.stdout, "audit_trail") || !regexp.MustCompile(`(?m)^log\s+log_leaves\s.*skipped: .*execledger verify --db`).MatchString(r.stdout) {
+			t.Fatalf("verify as %s after the sealer ran: %+v", role, r)
+		}
+		r = execute(t, environ, "", "projector", "verify", "--json")
+		var checks []projector.TableCheck
+		if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &checks) != nil {
+			t.Fatalf("verify --json as %s: %+v", role, r)
+		}
+		compared, skipped := map[string]bool{}, map[string]string{}
+		for _, c := range checks {
+			if c.Skipped != "" {
+				skipped[c.Table] = c.Skipped
+			} else if c.OK() {
+				compared[c.Projection] = true
+			}
+		}
+		for _, p := range []string{"requests", "runs", "processes", "audit_trail", "quota_usage", "skill_status"} {
+			if !compared[p] {
+				t.Errorf("verify --json as %s did not compare %s: %s", role, p, r.stdout)
+			}
+		}
+		if len(skipped) != 2 || skipped["log_leaves"] == "" || skipped["log_nodes"] == "" || compared["log"] {
+			t.Errorf("verify --json as %s: the log's tables are not skipped: %s", role, r.stdout)
+		}
+	}
+
+	admin := []string{"DATABASE_URL=" + db.LoginRole(t, "", "ledger_admin").URL}
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"projector", "verify", "log"}, exitUsage, "log is the Merkle log"},
+		{[]string{"projector", "rebuild", "log"}, exitUsage, "log is the Merkle log"},
+		{[]string{"projector", "retry", "log"}, exitNotFailed, "log is not failed"},
+	} {
+		if r := execute(t, admin, "", tc.args...); r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) ||
+			(tc.code == exitUsage && !strings.Contains(r.stderr, "execledger verify --db")) {
+			t.Errorf("%v: code %d, stderr %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.stderr)
+		}
+	}
+	r := execute(t, admin, "", "projector", "status", "--json")
+	var statuses []projectionStatus
+	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &statuses) != nil {
+		t.Fatalf("status: %+v", r)
+	}
+	for _, s := range statuses {
+		if s.Name == "log" && (s.Mode != "sealer" || s.State != "active" || s.Checkpoint.Position == 0) {
+			t.Errorf("status of the log: %+v", s)
+		}
 	}
 }

@@ -51,7 +51,7 @@ func (s *syncBuffer) String() string {
 }
 
 // startCommand runs a long-lived command until the test cancels it.
-func startCommand(t *testing.T, environ []string, args ...string) (stop func() int, out *syncBuffer) {
+func startCommand(t testing.TB, environ []string, args ...string) (stop func() int, out *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &syncBuffer{}

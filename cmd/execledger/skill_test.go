@@ -278,6 +278,40 @@ func TestSkillQuarantineAndTwoPersonRule(t *testing.T) {
 	}
 }
 
+// TestSkillSocketImportsQuarantined: a skill whose module imports WASI's
+// sock_accept is quarantined at install and at every audit, the failed
+// check naming the import and saying that no capability grants raw
+// sockets, though the skill asks for an http host the policy grants.
+func TestSkillSocketImportsQuarantined(t *testing.T) {
+	t.Parallel()
+	b := newSkillBench(t, "EXECLEDGER_SKILLS_TRUST_ON_FIRST_USE=true", "EXECLEDGER_WASM_POLICY_HTTP_HOSTS=api.example.com")
+	art := b.newSkill(t, "acme.listen", "wat", func(dir string) {
+		editManifest(t, dir, "http_egress_allowlist = []", `http_egress_allowlist = ["api.example.com"]`)
+		src := t.TempDir()
+		watModule(t, src, "listen", listenWAT)
+		wasm, err := os.ReadFile(filepath.Join(src, "listen.wasm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "modules", "listen.wasm"), wasm, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	check := func(what string, r result) {
+		t.Helper()
+		var rep installReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Status != "quarantined" || len(rep.FailedChecks) != 1 ||
+			rep.FailedChecks[0].Name != "imports_known" ||
+			!strings.Contains(rep.FailedChecks[0].Detail, "function wasi_snapshot_preview1.sock_accept") ||
+			!strings.Contains(rep.FailedChecks[0].Detail, "no capability grants raw sockets") {
+			t.Fatalf("%s: %+v (%v)\n%s", what, rep, err, r.stdout)
+		}
+	}
+	check("install", execute(t, b.alice, "", "skill", "install", art, "--json"))
+	check("skill audit", execute(t, b.bob, "", "skill", "audit", "acme.listen", "--json"))
+	b.run(t, b.alice, exitNotOK, "skill", "enable", "acme.listen")
+}
+
 // editManifest replaces old with new in dir's skill.toml.
 func editManifest(t *testing.T, dir, old, new string) {
 	t.Helper()

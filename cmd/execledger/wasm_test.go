@@ -101,6 +101,38 @@ func TestServeRefusesAWasmModuleWithAnotherDigest(t *testing.T) {
 	}
 }
 
+// listenWAT is a skill that imports WASI's sock_accept, as one serving a
+// socket it was handed would.
+const listenWAT = `(module
+  (import "wasi_snapshot_preview1" "sock_accept" (func $accept (param i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (func (export "run") (result i32) (call $accept (i32.const 3) (i32.const 0) (i32.const 0))))`
+
+// TestServeRefusesAWasmModuleImportingSockets: serve does not start when a
+// registered module imports a WASI socket function, though the module and
+// the policy both grant an http host: no capability grants raw sockets.
+func TestServeRefusesAWasmModuleImportingSockets(t *testing.T) {
+	t.Parallel()
+	_, environ := processEnv(t, "C", "EXECLEDGER_PROCESS_RUN_ENABLED=false", "EXECLEDGER_WASM_ENABLED=true")
+	dir := t.TempDir()
+	digest := watModule(t, dir, "listen", listenWAT)
+	cfg := filepath.Join(dir, "execledger.toml")
+	body := "[wasm]\npolicy_http_hosts = [\"api.example.com\"]\n\n[[wasm.modules]]\ntool = \"acme.listen\"\npath = \"listen.wasm\"\nsha256 = \"" +
+		digest + "\"\n[wasm.modules.capabilities]\nhttp_hosts = [\"api.example.com\"]\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := execute(t, environ, "", "serve", "--config", cfg)
+	if r.code != exitError {
+		t.Fatalf("serve started with a module importing sock_accept: %+v", r)
+	}
+	for _, want := range []string{"acme.listen", "function wasi_snapshot_preview1.sock_accept", "no capability grants raw sockets"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("serve's error lacks %q: %s", want, r.stderr)
+		}
+	}
+}
+
 // notesWAT is a WASI skill with two entrypoints using storage prefix 0
 // and secret 0: remember stores "hello-ledger" at key "note" and prints
 // {"secret":"<the secret>"}; recall prints {"note":"<the value of note>"}.

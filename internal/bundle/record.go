@@ -47,6 +47,7 @@ type Scope struct {
 	Full      bool       `json:"full"`
 	Request   string     `json:"request,omitempty"`   // a request id (UUID)
 	Principal string     `json:"principal,omitempty"` // a principal's requests
+	Run       string     `json:"run,omitempty"`       // with Principal: that principal's requests of one run
 	Since     *time.Time `json:"since,omitempty"`
 	Until     *time.Time `json:"until,omitempty"`
 }

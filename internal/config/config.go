@@ -50,6 +50,7 @@ type Config struct {
 	Process   Process   `toml:"process_run"`
 	Wasm      Wasm      `toml:"wasm"`
 	Skills    Skills    `toml:"skills"`
+	MCP       MCP       `toml:"mcp"`
 	Dev       Dev       `toml:"dev"`
 }
 
@@ -216,6 +217,7 @@ func Default() Config {
 			WorkspaceTTL: Duration{2 * time.Hour}, WorkspaceSweepInterval: Duration{5 * time.Minute}},
 		Wasm:   defaultWasm(),
 		Skills: defaultSkills(),
+		MCP:    defaultMCP(),
 		Dev:    Dev{DataDir: filepath.Join(".execledger", "pgdata")},
 	}
 }
@@ -347,6 +349,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.Wasm.validate()...)
 	errs = append(errs, c.Skills.validate()...)
+	errs = append(errs, c.MCP.validate()...)
 	if c.Dev.DataDir == "" {
 		errs = append(errs, errors.New("dev.data_dir: must not be empty"))
 	}

@@ -173,11 +173,13 @@ func write(w *bundle.Writer, r bundle.Record) error {
 func validScope(s bundle.Scope) error {
 	filtered := s.Request != "" || s.Principal != "" || s.Since != nil || s.Until != nil
 	switch {
+	case s.Run != "" && s.Principal == "":
+		return errors.New("export: a run scope needs its principal: run ids are per principal")
 	case s.Full && filtered:
 		return errors.New("export: a full scope takes no request, principal or time filter")
 	case !s.Full && !filtered:
 		return errors.New("export: a partial scope needs a request, a principal or a time range")
-	case s.Request != "" && (s.Principal != "" || s.Since != nil || s.Until != nil):
+	case s.Request != "" && (s.Principal != "" || s.Run != "" || s.Since != nil || s.Until != nil):
 		return errors.New("export: a request scope takes no other filter")
 	case s.Since != nil && s.Until != nil && !s.Since.Before(*s.Until):
 		return fmt.Errorf("export: since %s is not before until %s", s.Since.Format(time.RFC3339), s.Until.Format(time.RFC3339))

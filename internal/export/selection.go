@@ -31,6 +31,9 @@ func selectionWhere(s bundle.Scope) (string, []any) {
 	if s.Principal != "" {
 		add("r.principal = $%d", s.Principal)
 	}
+	if s.Run != "" {
+		add("r.run_id = $%d", s.Run)
+	}
 	if s.Since != nil {
 		add("r.submitted_at >= $%d", *s.Since)
 	}

@@ -1,9 +1,13 @@
 -- in_record says whether the event at (p_tx, p_pos) may be presented as
 -- part of the record: it is a leaf, or the sealer has not passed it yet
--- (and its transaction id is one that exists). A plain SQL expression, so
--- that the planner inlines it: the log's cursor becomes one InitPlan, a
--- row above the cursor costs one comparison, a row below it one probe of
--- log_leaves_position_idx.
+-- (and its transaction id is one that exists). It is the definition, for
+-- readers of a few rows (a stream). The planner cannot inline a function
+-- with subqueries, and a call per row costs tens of microseconds, so the
+-- set readers (log/unsealed_events.sql, events/read_all.sql,
+-- events/events_between.sql) spell the
+-- same test out: the log's cursor read once (a join of one row), a row
+-- above it one comparison, a row below it one probe of
+-- log_leaves_position_idx. Change them together.
 
 CREATE OR REPLACE FUNCTION ledger.in_record(p_tx xid8, p_pos bigint) RETURNS boolean
     LANGUAGE sql STABLE

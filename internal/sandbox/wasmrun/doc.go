@@ -32,8 +32,10 @@
 // StderrLimit bytes) and its exit code or trap. A successful output is
 // redacted (redact.Redactor.JSON).
 //
-// WASI. No preopened directories, so no file system; no sockets, so no
-// network; the environment the module was registered with (none by
+// WASI. No preopened directories, so no file system; no socket functions
+// (sock_accept, sock_recv, sock_send, sock_shutdown are not provided: no
+// capability grants raw sockets, so a module importing one is refused at
+// registration, naming it; the network is http_request's); the environment the module was registered with (none by
 // default); args [tool id]. The clock is deterministic: it starts at
 // 2024-01-01T00:00:00Z (monotonic: 0) and moves 1 ms per reading and by
 // the requested time per sleep, which returns at once. Random bytes come
@@ -122,8 +124,9 @@
 // Limits and errors, as in Palyra and as error kinds of the contract:
 //
 //   - a module over MaxModuleBytes, malformed, importing anything tier A
-//     does not provide (functions of WASI and of the capability modules
-//     only; each such import named, refused before anything runs), lacking its entrypoint or with an
+//     does not provide (functions of WASI but its sockets, and of the
+//     capability modules, only; each such import named, refused before
+//     anything runs), lacking its entrypoint or with an
 //     entrypoint of another type: invalid_input;
 //   - fuel (FuelLimit per call, shared by a start function and the
 //     entrypoint; see newMeter) or memory (MemoryLimitPages, enforced by

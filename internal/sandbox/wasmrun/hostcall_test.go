@@ -85,8 +85,6 @@ var hostCases = map[string]hostCase{
 	wasiFunc("path_unlink_file"):        {args: []uint64{3, hostScratch, 100}, bytes: 100},
 	wasiFunc("poll_oneoff"):             {args: []uint64{hostPoll, hostScratch, 1, hostScratch + 64}, bytes: 48 + 32},
 	wasiFunc("random_get"):              {args: []uint64{65536, 16 << 20}, bytes: 16 << 20, pages: 257},
-	wasiFunc("sock_recv"):               {args: []uint64{0, hostIovec, 1, 0, hostScratch, hostScratch + 4}, bytes: iovecCharge},
-	wasiFunc("sock_send"):               {args: []uint64{1, hostIovec, 1, 0, hostScratch}, bytes: iovecCharge},
 
 	CapabilitiesModule + ".secret_get":      {args: []uint64{20_000, hostScratch, 256}, produces: true},
 	CapabilitiesModule + ".channel_publish": {args: []uint64{40_000, hostScratch, 100}, bytes: 100},

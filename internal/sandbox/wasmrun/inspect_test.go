@@ -71,6 +71,8 @@ func TestInspectSteps(t *testing.T) {
 		{name: "a reserved name", wasm: watText(t, `(module (func (export "__execledger_x")) (func (export "run") (result i32) (i32.const 0)))`),
 			step: StepInstrument, words: "reserved name"},
 		{name: "unknown import", wasm: wat(t, "unknown_import"), step: StepImports, words: "function env.launch_missiles"},
+		{name: "a WASI socket", wasm: wat(t, "sock_accept"), step: StepImports,
+			words: "function wasi_snapshot_preview1.sock_accept (WASI sockets: no capability grants raw sockets"},
 		{name: "missing entrypoint", wasm: wat(t, "answer"), entry: "nope", step: StepEntrypoint, words: `no function "nope"`},
 		{name: "entrypoint's type", wasm: wat(t, "wrong_entry"), step: StepEntrypoint, words: "has type (i32) -> (i32)"},
 	} {

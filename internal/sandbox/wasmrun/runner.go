@@ -186,12 +186,14 @@ func (r *runner) compile(ctx context.Context, wasm []byte, digest string, fuel i
 func (r *runner) checkImports(compiled wazero.CompiledModule, wasm []byte) ([]string, error) {
 	var bad []string
 	hosts := map[string]bool{}
+	sockets := false
 	for _, f := range compiled.ImportedFunctions() {
 		mod, name, _ := f.Import()
 		def, ok := r.provided[mod][name]
 		switch {
 		case !ok:
 			bad = append(bad, fmt.Sprintf("function %s.%s", mod, name))
+			sockets = sockets || mod == wasi_snapshot_preview1.ModuleName && wasiSocket(name)
 		case !slices.Equal(def.ParamTypes(), f.ParamTypes()) || !slices.Equal(def.ResultTypes(), f.ResultTypes()):
 			bad = append(bad, fmt.Sprintf("function %s.%s with type %s (the host's is %s)", mod, name, signature(f), signature(def)))
 		case mod != wasmmeter.YieldModule: // the meter's, not the module's own
@@ -207,7 +209,11 @@ func (r *runner) checkImports(compiled wazero.CompiledModule, wasm []byte) ([]st
 		if len(bad) > 8 {
 			bad = append(bad[:8], fmt.Sprintf("and %d more", len(bad)-8))
 		}
-		return nil, refuse(ledger.KindInvalidInput, "the module imports what tier A does not provide: %s", strings.Join(bad, ", "))
+		why := ""
+		if sockets {
+			why = " (" + wasiSocketRefusal + ")"
+		}
+		return nil, refuse(ledger.KindInvalidInput, "the module imports what tier A does not provide: %s%s", strings.Join(bad, ", "), why)
 	}
 	out := make([]string, 0, len(hosts))
 	for h := range hosts {

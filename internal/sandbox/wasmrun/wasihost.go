@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
-// instantiateWASI links WASI: wazero's functions, each behind the
-// prologue of every host function (callCaps.enter), which checks the
-// call's time and charges its fuel (wasiCosts) before wazero's function
-// runs. wazero's host module is compiled, not instantiated, for its
+// instantiateWASI links WASI: wazero's functions but the sockets'
+// (wasiSocket), each behind the prologue of every host function
+// (callCaps.enter), which checks the call's time and charges its fuel
+// (wasiCosts) before wazero's function runs. wazero's host module is compiled, not instantiated, for its
 // functions (api.FunctionDefinition.GoFunction), which a host module of
 // the same name exports again, wrapped, with the same types and
 // parameter names. Wrapping each function is wazero's documented way of
@@ -32,6 +33,9 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	defs := compiled.ExportedFunctions()
 	for _, name := range slices.Sorted(maps.Keys(defs)) {
+		if wasiSocket(name) {
+			continue
+		}
 		def := defs[name]
 		fn, ok := def.GoFunction().(api.GoModuleFunction)
 		if !ok {
@@ -55,6 +59,18 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 	_, err = b.Instantiate(ctx)
 	return err
 }
+
+// wasiSocket reports whether name is one of WASI preview1's socket
+// functions: sock_accept, sock_recv, sock_send, sock_shutdown. Tier A does
+// not provide them, so a module importing one is refused before it runs
+// (checkImports names each, and why): no capability grants raw sockets —
+// a call reaches the network only through http_request, to the hosts its
+// capabilities grant — and wazero's would answer every call EBADF anyway,
+// since no call is handed a socket.
+func wasiSocket(name string) bool { return strings.HasPrefix(name, "sock_") }
+
+// wasiSocketRefusal is why checkImports refuses a WASI socket import.
+const wasiSocketRefusal = "WASI sockets: no capability grants raw sockets; a skill reaches the network only through http_request, to the hosts its capabilities grant"
 
 // meteredWASI is fn behind the host call prologue. Outside a Tool's call
 // (tests) it is fn.
@@ -105,8 +121,8 @@ type wasiCost struct {
 // wasiCosts are the WASI functions charged per byte. The others move a
 // few bytes of fixed size (clocks, sizes, file descriptor and stat
 // records) and are charged the call alone. No call can sleep (see clock)
-// or block: stdin is the input in memory, and there are no files or
-// sockets.
+// or block: stdin is the input in memory, there are no files, and the
+// socket functions are not provided (wasiSocket).
 var wasiCosts = map[string]wasiCost{
 	"args_get":                {fixed: func(s wasiSizes) uint64 { return s.args }},
 	"environ_get":             {fixed: func(s wasiSizes) uint64 { return s.environ }},
@@ -128,8 +144,6 @@ var wasiCosts = map[string]wasiCost{
 	"path_unlink_file":        {lengths: []string{"path_len"}},
 	"poll_oneoff":             {records: "nsubscriptions", recordSize: 48 + 32}, // a subscription read, an event written
 	"random_get":              {lengths: []string{"buf_len"}},
-	"sock_recv":               {iovecs: "ri_data"},
-	"sock_send":               {iovecs: "si_data"},
 }
 
 // sizer resolves c's parameter names against def: nil when c charges

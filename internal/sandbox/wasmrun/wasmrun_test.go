@@ -2,6 +2,8 @@ package wasmrun
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -369,6 +371,51 @@ func TestUngrantedImportsRefusedBeforeRunning(t *testing.T) {
 	_, err := newHost(context.Background(), cfg, newMeter())
 	if err == nil || !strings.Contains(err.Error(), "acme.missiles") || !strings.Contains(err.Error(), "env.launch_missiles") {
 		t.Errorf("New: %v", err)
+	}
+}
+
+// TestSocketImportsRefused: WASI's socket functions are not among what
+// tier A provides, whatever the capabilities: a module importing one is
+// refused at registration, as a skill's tool and by plugin.run, naming
+// each and saying that no capability grants raw sockets — before its
+// calls could reach them (they got EBADF from wazero).
+func TestSocketImportsRefused(t *testing.T) {
+	t.Parallel()
+	const why = "no capability grants raw sockets"
+	web := Capabilities{HTTPHosts: []string{"api.example.com"}}
+	accept := wat(t, "sock_accept")
+
+	m := module(t, "acme.listen", accept)
+	m.Capabilities = web
+	_, err := New(context.Background(), Config{Modules: []Module{m}, Policy: web})
+	if err == nil || !strings.Contains(err.Error(), "acme.listen") ||
+		!strings.Contains(err.Error(), "function wasi_snapshot_preview1.sock_accept") || !strings.Contains(err.Error(), why) {
+		t.Errorf("New with a module importing sock_accept: %v", err)
+	}
+
+	h := host(t, Config{AllowInline: true, Policy: web})
+	sum := sha256.Sum256(accept)
+	_, err = h.SkillTool(context.Background(), Module{ToolID: "acme.listen", SHA256: hex.EncodeToString(sum[:]), Capabilities: web}, accept)
+	if err == nil || !strings.Contains(err.Error(), "function wasi_snapshot_preview1.sock_accept") || !strings.Contains(err.Error(), why) {
+		t.Errorf("SkillTool with a module importing sock_accept: %v", err)
+	}
+
+	res := run(t, h, PluginTool, pluginCall(wat(t, "sockets"), "", ""))
+	wantKind(t, res, ledger.KindInvalidInput, why)
+	for _, fn := range []string{"sock_accept", "sock_recv", "sock_send", "sock_shutdown"} {
+		if !strings.Contains(res.Error, "function wasi_snapshot_preview1."+fn) {
+			t.Errorf("the refusal does not name %s: %s", fn, res.Error)
+		}
+	}
+	if strings.Contains(res.Error, "fd_write") {
+		t.Errorf("the refusal names fd_write, which tier A provides: %s", res.Error)
+	}
+
+	// The other WASI functions stay: a module writing to stdout registers
+	// and runs.
+	m = module(t, "acme.stdout", wat(t, "stdout"))
+	if _, err := New(context.Background(), Config{Modules: []Module{m}}); err != nil {
+		t.Errorf("New with a module importing fd_write: %v", err)
 	}
 }
 

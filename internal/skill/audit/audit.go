@@ -17,7 +17,11 @@
 //     failing registration uses);
 //   - module_instrumentable (module path): the fuel meter instruments it;
 //   - imports_known (module path): it imports only what tier A's host
-//     modules provide (WASI preview1, the capability modules);
+//     modules provide (WASI preview1 but its socket functions, the
+//     capability modules). A WASI socket import (sock_accept, sock_recv,
+//     sock_send, sock_shutdown) fails it whatever the skill requests: no
+//     capability grants raw sockets, and tier A would refuse to build it
+//     even after two approvals;
 //   - exports_limit (module path): at most Input.MaxExports exports of
 //     every kind;
 //   - entrypoint_exported (module path): each tool's export (or the

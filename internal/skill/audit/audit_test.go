@@ -161,6 +161,25 @@ func TestEveryFailureIsListed(t *testing.T) {
 	}
 }
 
+// TestSocketImports: a module importing WASI's socket functions fails
+// imports_known, naming each and why, though the skill asks for an http
+// host the policy grants (clean's): no capability grants raw sockets.
+func TestSocketImports(t *testing.T) {
+	t.Parallel()
+	in := clean(t)
+	in.Modules["modules/m.wasm"] = wat(t, "sockets")
+	failed := Run(context.Background(), in).Failed()
+	if got := names(failed); got != "imports_known[modules/m.wasm]" {
+		t.Fatalf("failed %q, want imports_known[modules/m.wasm]", got)
+	}
+	for _, want := range []string{"function wasi_snapshot_preview1.sock_accept", "function wasi_snapshot_preview1.sock_send",
+		"no capability grants raw sockets"} {
+		if !strings.Contains(failed[0].Detail, want) {
+			t.Errorf("detail %q does not say %q", failed[0].Detail, want)
+		}
+	}
+}
+
 func TestWithinMax(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -144,3 +144,12 @@ func (t *skillTool) Run(ctx context.Context, call executor.Call) executor.Result
 	}
 	return t.Tool.Run(ctx, call)
 }
+
+// CapabilityClasses are the capability classes (network, secrets_read,
+// storage, channel) a skill with manifest capabilities m is granted under
+// the [wasm] policy: what Cedar's context.capabilities holds for its
+// calls. The MCP server evaluates the policy with them, as the executor
+// does, to list only the tools the policy does not deny.
+func CapabilityClasses(m manifest.Capabilities, policy wasmrun.Capabilities) []string {
+	return capabilityClasses(intersect(grantFor(m), policy))
+}
