@@ -4204,6 +4204,25 @@ COMMENT ON TABLE ledger.skill_trust_keys IS 'Trusted publisher keys (trust.key_a
 
 
 --
+-- Name: execledger_definitions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.execledger_definitions (
+    name text NOT NULL,
+    sha256 text NOT NULL,
+    schema_version integer NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE execledger_definitions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.execledger_definitions IS 'The definition files (migrations/<role>/<name>.sql) applied to this database: their SHA-256 and the schema version they were applied at.';
+
+
+--
 -- Name: execledger_schema_version; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4434,6 +4453,14 @@ ALTER TABLE ONLY ledger.skill_trust_keys
 
 ALTER TABLE ONLY ledger.skills
     ADD CONSTRAINT skills_pkey PRIMARY KEY (skill_id);
+
+
+--
+-- Name: execledger_definitions execledger_definitions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.execledger_definitions
+    ADD CONSTRAINT execledger_definitions_pkey PRIMARY KEY (name);
 
 
 --
@@ -5834,6 +5861,17 @@ GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_skill_admin;
 GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_executor;
 GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_admin;
+
+
+--
+-- Name: TABLE execledger_definitions; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.execledger_definitions TO ledger_submitter;
+GRANT SELECT ON TABLE public.execledger_definitions TO ledger_approver;
+GRANT SELECT ON TABLE public.execledger_definitions TO ledger_executor;
+GRANT SELECT ON TABLE public.execledger_definitions TO ledger_auditor;
+GRANT SELECT ON TABLE public.execledger_definitions TO ledger_admin;
 
 
 --

@@ -52,14 +52,10 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	latest, err := migrations.Latest(ctx, conn.Conn())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for range 2 {
-		v, err := migrations.Migrate(ctx, conn.Conn())
-		if err != nil || v != latest {
-			t.Fatalf("migrate = %d, %v; want %d", v, err, latest)
+		r, err := migrations.Run(ctx, conn.Conn())
+		if err != nil || r.Version != r.Latest || len(r.Applied) != 0 {
+			t.Fatalf("migrate = %+v, %v; want the latest version and no definition applied", r, err)
 		}
 	}
 }

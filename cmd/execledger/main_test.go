@@ -177,6 +177,35 @@ func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 	}
 }
 
+// TestMigrateStatusShowsPendingDefinitions: a definition whose record is
+// gone is pending in `migrate --status` (exit 3), serve refuses to start,
+// and `migrate` applies it.
+func TestMigrateStatusShowsPendingDefinitions(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	environ := []string{"DATABASE_URL=" + db.URL}
+	if r := execute(t, environ, "", "migrate", "--status"); r.code != exitOK || !strings.Contains(r.stdout, ", 0 definitions pending") {
+		t.Fatalf("status of a migrated database: %+v", r)
+	}
+	if _, err := db.Pool.Exec(context.Background(), "DELETE FROM public.execledger_definitions WHERE name = 'api/submit.sql'"); err != nil {
+		t.Fatal(err)
+	}
+	r := execute(t, environ, "", "migrate", "--status")
+	if r.code != exitNotOK || !strings.Contains(r.stdout, ", 1 definitions pending\npending definition api/submit.sql\n") {
+		t.Fatalf("status with a pending definition: %+v", r)
+	}
+	r = execute(t, append(append(environ, "EXECLEDGER_SERVE_LISTEN=127.0.0.1:0"), serviceFiles(t)...), "", "serve")
+	if r.code != exitError || !strings.Contains(r.stderr, "api/submit.sql") || !strings.Contains(r.stderr, "run `execledger migrate`") {
+		t.Fatalf("serve with a pending definition: %+v", r)
+	}
+	if r := execute(t, environ, "", "migrate"); r.code != exitOK || !strings.Contains(r.stdout, "1 definitions applied\napplied definition api/submit.sql\n") {
+		t.Fatalf("migrate: %+v", r)
+	}
+	if r := execute(t, environ, "", "migrate", "--status"); r.code != exitOK {
+		t.Fatalf("status after migrate: %+v", r)
+	}
+}
+
 func TestKeygen(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir() + "/attest.key"

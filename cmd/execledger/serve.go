@@ -439,16 +439,16 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	defer conn.Release()
-	latest, err := migrations.Latest(ctx, conn.Conn())
+	st, err := migrations.ReadStatus(ctx, conn.Conn())
 	if err != nil {
 		return err
 	}
-	cur, err := migrations.Current(ctx, conn.Conn())
-	if err != nil {
-		return err
-	}
-	if cur != latest {
-		return fmt.Errorf("the database schema is at version %d, this binary needs %d: run `execledger migrate`", cur, latest)
+	switch {
+	case st.Version != st.Latest:
+		return fmt.Errorf("the database schema is at version %d, this binary needs %d: run `execledger migrate`", st.Version, st.Latest)
+	case !st.UpToDate():
+		differ := append(st.Pending, st.Retired...)
+		return fmt.Errorf("%d of the database's definitions differ from this binary's (%s, …): run `execledger migrate`", len(differ), differ[0])
 	}
 	return nil
 }

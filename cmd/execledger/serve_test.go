@@ -76,7 +76,9 @@ func startCommand(t testing.TB, environ []string, args ...string) (stop func() i
 
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// dev initializes a cluster and migrates it before it listens: on a
+	// loaded machine that alone took close to 30 s.
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		resp, err := http.Get(url)
 		if err == nil {

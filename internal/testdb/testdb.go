@@ -3,7 +3,7 @@
 // The server is TEST_DATABASE_URL when set (its database is used only to
 // create others), else postgres://postgres@127.0.0.1:5432/postgres. The
 // first test of a process migrates a template database named after a digest
-// of the migrations, once per cluster; every test then clones it, which
+// of the migrations and the definition files, once per cluster; every test then clones it, which
 // takes milliseconds, and drops its clone when it ends. Tests that use it
 // can run in parallel. A server that cannot be reached fails the test: it
 // is never skipped.
@@ -12,13 +12,10 @@ package testdb
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -189,25 +186,15 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	return name, nil
 }
 
-// migrationsDigest names the template after the migrations' content, so a
-// changed migration gets a new template and a stale one is never cloned.
+// migrationsDigest names the template after the migrations' and the
+// definition files' content, so a changed file gets a new template and a
+// stale one is never cloned.
 func migrationsDigest() (string, error) {
-	fsys := migrations.Files()
-	names, err := fs.Glob(fsys, "*.sql")
+	d, err := migrations.Digest()
 	if err != nil {
 		return "", err
 	}
-	sort.Strings(names)
-	h := sha256.New()
-	for _, n := range names {
-		b, err := fs.ReadFile(fsys, n)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", n, len(b))
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	return d[:16], nil
 }
 
 func randomHex(n int) string {

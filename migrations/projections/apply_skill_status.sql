@@ -1,0 +1,85 @@
+-- depends: events/events_between.sql
+
+-- skill_status, the read model: rebuilt from the events, which carry the
+-- status each change left the skill in. The trust store's own stream
+-- (skill:trust) and the trust.key_added of a pinned key carry nothing for
+-- it; skill.refused moves only stream_version.
+
+CREATE OR REPLACE FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    e  record;
+    n  bigint := 0;
+    id text;
+    p  jsonb;
+BEGIN
+    SELECT x.type, x.stream INTO e
+    FROM ledger.events x
+    WHERE (x.tx_id, x.position) > (p_from_tx, p_from_pos) AND (x.tx_id, x.position) <= (p_to_tx, p_to_pos)
+      AND x.tx_id >= p_from_tx AND x.tx_id <= p_to_tx AND x.stream LIKE 'skill:%'
+      AND x.type NOT IN ('skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
+                         'skill.disabled', 'skill.rolled_back', 'skill.removed', 'skill.refused',
+                         'trust.key_added', 'trust.key_revoked')
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.apply_skill_status: unknown event type % on a skill stream (%)', e.type, e.stream
+            USING ERRCODE = 'data_exception';
+    END IF;
+    FOR e IN
+        SELECT x.* FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                   ARRAY['skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
+                         'skill.disabled', 'skill.rolled_back', 'skill.removed', 'skill.refused']) x
+        WHERE x.stream LIKE 'skill:%' AND x.stream <> 'skill:trust'
+        ORDER BY x.stream, x.version
+    LOOP
+        n := n + 1;
+        id := substr(e.stream, 7);
+        p := e.payload;
+        IF e.type = 'skill.installed' THEN
+            INSERT INTO skill_status AS s (skill_id, version, publisher, artifact_digest, status, installed_by, approvals,
+                                           failed_checks, stream_version, installed_at, updated_at)
+            VALUES (id, p ->> 'version', p ->> 'publisher', p ->> 'artifact_digest', coalesce(p ->> 'status', 'installed'),
+                    coalesce(p ->> 'installed_by', e.metadata ->> 'actor'), '{}', NULL, e.version, e.recorded_at, e.recorded_at)
+            ON CONFLICT (skill_id) DO UPDATE
+            SET version = EXCLUDED.version, publisher = EXCLUDED.publisher, artifact_digest = EXCLUDED.artifact_digest,
+                status = EXCLUDED.status, installed_by = EXCLUDED.installed_by, approvals = '{}', failed_checks = NULL,
+                stream_version = EXCLUDED.stream_version, installed_at = EXCLUDED.installed_at, updated_at = EXCLUDED.updated_at;
+            CONTINUE;
+        END IF;
+        UPDATE skill_status s
+        -- Events written before 012 carry no status: the type says it.
+        SET status = CASE WHEN e.type = 'skill.refused' THEN s.status
+                          WHEN p ? 'status' THEN p ->> 'status'
+                          ELSE CASE e.type
+                                   WHEN 'skill.audited' THEN CASE WHEN (p ->> 'passed')::boolean THEN 'verified' ELSE 'quarantined' END
+                                   WHEN 'skill.quarantined' THEN 'quarantined'
+                                   WHEN 'skill.approved' THEN s.status
+                                   WHEN 'skill.enabled' THEN 'enabled'
+                                   WHEN 'skill.disabled' THEN 'disabled'
+                                   WHEN 'skill.removed' THEN 'removed'
+                                   ELSE s.status
+                               END
+                     END,
+            version = CASE WHEN e.type = 'skill.refused' THEN s.version ELSE coalesce(p ->> 'version', s.version) END,
+            publisher = CASE WHEN e.type = 'skill.refused' THEN s.publisher ELSE coalesce(p ->> 'publisher', s.publisher) END,
+            artifact_digest = CASE WHEN e.type = 'skill.refused' THEN s.artifact_digest
+                                   ELSE coalesce(p ->> 'artifact_digest', s.artifact_digest) END,
+            approvals = CASE WHEN e.type <> 'skill.refused' AND jsonb_typeof(p -> 'approvals') = 'array'
+                             THEN ARRAY(SELECT jsonb_array_elements_text(p -> 'approvals')) ELSE s.approvals END,
+            failed_checks = CASE WHEN e.type IN ('skill.audited', 'skill.quarantined') THEN nullif(p -> 'failed_checks', '[]'::jsonb)
+                                 WHEN e.type = 'skill.rolled_back' THEN NULL
+                                 ELSE s.failed_checks END,
+            stream_version = e.version,
+            updated_at = e.recorded_at
+        WHERE s.skill_id = id;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'ledger.apply_skill_status: % on skill % before skill.installed', e.type, id
+                USING ERRCODE = 'data_exception';
+        END IF;
+    END LOOP;
+    RETURN n;
+END $$;
+
+REVOKE ALL ON FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
