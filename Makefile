@@ -5,7 +5,7 @@ PKGS     := ./...
 # Tests need a PostgreSQL server: TEST_DATABASE_URL, else 127.0.0.1:5432.
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: run test lint vet build skills bench chaos schema deps clean
+.PHONY: run test lint vet cross build skills bench chaos schema deps clean
 
 ## run: build, start an embedded PostgreSQL (unless DATABASE_URL is set), migrate, serve the demo
 run: build
@@ -31,12 +31,23 @@ skills:
 deps:
 	bash scripts/ensure-test-deps.sh
 
-## lint: formatting and go vet
-lint: vet
+## lint: formatting, go vet, and the macOS and Windows builds
+lint: vet cross
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet $(PKGS)
+
+## cross: build and vet for macOS and Windows, whose process.run runs tier C under
+## sandbox-exec and a job object (docs/process-sandbox.md); their runners are
+## compiled, not run, here
+CROSS := darwin/arm64 windows/amd64
+cross:
+	@for p in $(CROSS); do \
+		echo "GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build/vet $(PKGS)"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(PKGS) || exit 1; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet $(PKGS) || exit 1; \
+	done
 
 ## bench: the benchmarks of docs/benchmarks.md (minutes; not part of make test); the binary
 ## is built with -tags river, the River baseline being linked only then

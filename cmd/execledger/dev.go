@@ -16,7 +16,6 @@ import (
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/config"
-	"github.com/execledger/execledger/internal/pgcluster"
 	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/ledger"
 	"github.com/execledger/execledger/migrations"
@@ -132,6 +131,12 @@ Ctrl-C stops the service and the embedded database.`,
 	return cmd
 }
 
+// embeddedDB is the PostgreSQL server `execledger dev` started.
+type embeddedDB interface {
+	// Err is why the server stopped by itself, nil while it runs.
+	Err() error
+}
+
 func runDev(ctx context.Context, e *env) error {
 	cfg, err := e.loadConfig(e.config)
 	if err != nil {
@@ -145,40 +150,15 @@ func runDev(ctx context.Context, e *env) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var cluster *pgcluster.Cluster
+	var cluster embeddedDB
 	var urlFile string
 	if cfg.Database.URL == "" {
-		dir, err := filepath.Abs(cfg.Dev.DataDir)
+		c, file, stop, err := startEmbedded(ctx, &cfg, logger, cancel)
 		if err != nil {
-			return fail(exitError, "dev.data_dir: %v", err)
+			return err
 		}
-		// The URL goes beside the data directory, and the next start takes
-		// the same port when it is free, so an exported DATABASE_URL stays
-		// good across restarts.
-		urlFile = filepath.Join(filepath.Dir(dir), "database_url")
-		cluster, err = pgcluster.Start(ctx, pgcluster.Options{DataDir: dir, Port: cfg.Dev.Port, RunAsUser: cfg.Dev.RunAs,
-			PreferredPort: lastPort(urlFile), Logger: logger.With(slog.String("component", "postgres"))})
-		if err != nil {
-			return fail(exitError, "%v", err)
-		}
-		defer func() {
-			if err := cluster.Stop(context.WithoutCancel(ctx)); err != nil {
-				logger.Error("stop embedded PostgreSQL", slog.Any("error", err))
-			}
-		}()
-		go func() {
-			<-cluster.Done()
-			cancel() // the server died: stop serving
-		}()
-		if err := ensureDatabase(ctx, cluster.URL("postgres"), devDatabase); err != nil {
-			return fail(exitError, "%v", err)
-		}
-		cfg.Database.URL = cluster.URL(devDatabase)
-		if err := os.WriteFile(urlFile, []byte(cfg.Database.URL+"\n"), 0o644); err != nil {
-			return fail(exitError, "write %s: %v", urlFile, err)
-		}
-		logger.Info("embedded PostgreSQL", slog.String("data_dir", dir), slog.Int("port", cluster.Port()),
-			slog.String("log", cluster.LogFile()), slog.String("url_file", urlFile))
+		defer stop()
+		cluster, urlFile = c, file
 	}
 
 	tp, stopTracing, err := e.startTracing(ctx, logger)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -22,9 +21,6 @@ import (
 	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/opsserver"
 	"github.com/execledger/execledger/internal/policy"
-	"github.com/execledger/execledger/internal/procinput"
-	"github.com/execledger/execledger/internal/sandbox/processrun"
-	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/internal/sandbox/wasmrun"
 	"github.com/execledger/execledger/internal/skill/audit"
 	"github.com/execledger/execledger/internal/skill/gate"
@@ -358,59 +354,6 @@ func skillOptions(cfg config.Config) vet.Options {
 // skillLimits bound installed skills' quotas.
 func skillLimits(w config.Wasm) gate.Limits {
 	return gate.Limits{Fuel: int64(w.FuelLimit), Timeout: w.Timeout.Duration, MemoryPages: uint32(w.MemoryLimitPages)}
-}
-
-// processTools builds process.run, and process.status and process.stop
-// when background processes are on.
-func processTools(ctx context.Context, p config.Process, pool *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, *processrun.Tool, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, nil, fmt.Errorf("process_run: %w", err)
-	}
-	root, err := filepath.Abs(p.WorkspaceRoot)
-	if err != nil {
-		return nil, nil, fmt.Errorf("process_run.workspace_root: %w", err)
-	}
-	private, err := prefixes("process_run.egress_private_ranges", p.EgressPrivateRanges)
-	if err != nil {
-		return nil, nil, err
-	}
-	var bg processrun.BackgroundConfig
-	if p.Background {
-		bg = processrun.BackgroundConfig{Recorder: ledger.NewProcesses(pool), MaxProcesses: p.MaxBackground, MaxPerRun: p.MaxBackgroundPerRun,
-			Logger: logger.With(slog.String("component", "process.run"))}
-	}
-	pr, err := processrun.New(processrun.Config{
-		Tier: p.Tier, Self: self, WorkspaceRoot: root,
-		Policy: procinput.Policy{AllowedExecutables: p.AllowedExecutables, AllowInterpreters: p.AllowInterpreters,
-			AllowDetached: p.AllowDetached, MaxBackgroundLifetime: p.MaxBackgroundLifetime.Duration,
-			EgressMode: p.EgressMode, EgressAllowlist: p.EgressAllowlist, MaxTimeout: p.MaxTimeout.Duration},
-		Background: bg, Cgroups: p.Cgroups, UIDBase: uint32(p.UIDBase), UIDCount: uint32(p.UIDCount),
-		Limits: procinit.Limits{CPUSeconds: uint64(p.RlimitCPUSeconds), AddressSpace: uint64(p.RlimitAddressSpace),
-			FileSize: uint64(p.RlimitFileSize), OpenFiles: uint64(p.RlimitOpenFiles), Processes: uint64(p.RlimitProcesses)},
-		OutputLimit: p.OutputLimitBytes, KillGrace: p.KillGrace.Duration, UID: uint32(p.UID), GID: uint32(p.GID),
-		EgressPorts: p.EgressPorts, EgressPrivateRanges: private,
-		Workspaces: processrun.WorkspaceConfig{TTL: p.WorkspaceTTL.Duration, SweepInterval: p.WorkspaceSweepInterval.Duration,
-			Activity: processrun.NewLedgerActivity(pool), Logger: logger.With(slog.String("component", "process.run"))},
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("process_run: %w", err)
-	}
-	tools := []executor.Tool{pr}
-	if st := pr.StatusTool(); st != nil {
-		tools = append(tools, st, pr.StopTool())
-	}
-	// Tier B processes of dead executors that escaped their init (setsid,
-	// double fork) are still in their cgroup leaves.
-	orphans, err := pr.SweepOrphans(ctx)
-	if err != nil {
-		logger.Warn("process.run: sweeping orphaned cgroups", slog.Any("error", err))
-	}
-	for _, o := range orphans {
-		logger.Warn("process.run: killed the processes of a dead executor", slog.String("owner", o.Owner),
-			slog.String("leaf", o.Leaf), slog.Int("processes", len(o.PIDs)))
-	}
-	return tools, pr, nil
 }
 
 func collect(errs <-chan error) []error {

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package pgcluster starts and stops a private PostgreSQL cluster from the local server binaries.
 //
 // It backs `execledger dev`: with no DATABASE_URL the product runs its own

@@ -99,4 +99,13 @@
 // hold) are replaced with U+FFFD (and stdout_lossy / stderr_lossy set),
 // other control characters are JSON-escaped, and the text goes through
 // internal/redact before it is stored.
+//
+// Platforms. All of the above is Linux's (files built with the linux tag).
+// On macOS and Windows the package is a smaller tool (tool_native.go):
+// tier C only, foreground only, under sandbox-exec (internal/sandbox/
+// sandboxexec) or a job object (internal/sandbox/jobobject). What the
+// backend cannot enforce is refused, never run weaker (native.go): tier B,
+// a workspace TTL and, on Windows, strict egress are configuration errors;
+// background calls are capability_denied and strict egress to declared
+// hosts egress_denied. On any other platform New fails.
 package processrun

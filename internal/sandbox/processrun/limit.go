@@ -1,3 +1,5 @@
+//go:build linux
+
 package processrun
 
 import (
@@ -11,7 +13,6 @@ import (
 // keys of serve's [process_run] configuration, or the cgroup interface
 // file that set them.
 const (
-	limitOutput   = "output_limit_bytes"
 	limitCPU      = "rlimit_cpu_seconds"
 	limitFileSize = "rlimit_file_size"
 	limitMemory   = "cgroup memory.max"

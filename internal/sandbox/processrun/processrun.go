@@ -1,3 +1,5 @@
+//go:build linux
+
 package processrun
 
 import (
@@ -243,19 +245,6 @@ func (t *Tool) backend() string {
 	return "procinit_rlimit_seccomp"
 }
 
-func failure(kind ledger.ErrorKind, msg string) executor.Result {
-	return executor.Result{ErrorKind: kind, Error: msg}
-}
-
-// refusal maps a procinput error to the executor's Refusal.
-func refusal(err error) *executor.Refusal {
-	var pe *procinput.Error
-	if errors.As(err, &pe) {
-		return &executor.Refusal{Kind: pe.Kind, Reason: pe.Reason, Message: pe.Message}
-	}
-	return &executor.Refusal{Kind: ledger.KindInvalidInput, Message: err.Error()}
-}
-
 // Reasons of this tool's own refusals, beside procinput's.
 const (
 	reasonBackgroundDisabled = "process.background_disabled" // capability_denied
@@ -366,15 +355,6 @@ func (t *Tool) Run(ctx context.Context, call executor.Call) executor.Result {
 		return t.bg.start(ctx, call, plan, l)
 	}
 	return t.foreground(ctx, l, plan.Timeout)
-}
-
-// component checks one path element taken from the call.
-func component(what, s string) error {
-	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") || len(s) > 200 {
-		return &procinput.Error{Kind: ledger.KindInvalidInput, Reason: "workspace_name_invalid",
-			Message: fmt.Sprintf("%s %q cannot name a workspace directory", what, s)}
-	}
-	return nil
 }
 
 // workspace creates and returns the call's workspace directory.

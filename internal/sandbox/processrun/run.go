@@ -1,3 +1,5 @@
+//go:build linux
+
 package processrun
 
 import (
@@ -12,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
@@ -312,32 +313,8 @@ func addRusage(r map[string]int64, ps *os.ProcessState) {
 	}
 }
 
-// runOutput is the stored output of a run.
-type runOutput struct {
-	ExitCode        int    `json:"exit_code"`
-	Signal          int    `json:"signal,omitempty"`
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	StdoutTruncated bool   `json:"stdout_truncated"`
-	StderrTruncated bool   `json:"stderr_truncated"`
-	StdoutLossy     bool   `json:"stdout_lossy,omitempty"`
-	StderrLossy     bool   `json:"stderr_lossy,omitempty"`
-	// LimitExceeded names the limit that ended the process (limit.go),
-	// with error kind quota_exceeded.
-	LimitExceeded  string `json:"limit_exceeded,omitempty"`
-	DurationMS     int64  `json:"duration_ms"`
-	Tier           string `json:"tier"`
-	SandboxBackend string `json:"sandbox_backend"`
-}
-
-// text makes captured bytes storable: valid UTF-8 (U+FFFD for bad bytes),
-// redacted. JSON encoding escapes the control characters.
-func (t *Tool) text(b []byte) (string, bool) {
-	// PostgreSQL's jsonb and text cannot hold NUL: it becomes U+FFFD too.
-	lossy := !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0
-	s := strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "\uFFFD")
-	return t.red.String(s), lossy
-}
+// text makes captured bytes storable (see storable).
+func (t *Tool) text(b []byte) (string, bool) { return storable(t.red, b) }
 
 // finish classifies a run that started and builds its Result.
 func (t *Tool) finish(res executor.Result, o outcome, e exit) executor.Result {

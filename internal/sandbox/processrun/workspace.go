@@ -1,3 +1,5 @@
+//go:build linux
+
 package processrun
 
 import (
@@ -66,11 +68,6 @@ import (
 // DefaultSweepInterval is how often workspaces are looked at when
 // WorkspaceConfig.SweepInterval is 0.
 const DefaultSweepInterval = 5 * time.Minute
-
-const (
-	trashPrefix = "_del-"
-	reqPrefix   = "_req-"
-)
 
 // WorkspaceConfig configures the deletion of idle workspaces.
 type WorkspaceConfig struct {

@@ -1,0 +1,51 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/execledger/execledger/internal/config"
+	"github.com/execledger/execledger/internal/pgcluster"
+)
+
+// startEmbedded starts `execledger dev`'s PostgreSQL in [dev] data_dir and
+// points cfg's database URL at it; cancel is called if the server dies.
+// urlFile holds its URL, for the next start; stop stops it.
+func startEmbedded(ctx context.Context, cfg *config.Config, logger *slog.Logger, cancel func()) (_ embeddedDB, urlFile string, stop func(), _ error) {
+	dir, err := filepath.Abs(cfg.Dev.DataDir)
+	if err != nil {
+		return nil, "", nil, fail(exitError, "dev.data_dir: %v", err)
+	}
+	// The URL goes beside the data directory, and the next start takes
+	// the same port when it is free, so an exported DATABASE_URL stays
+	// good across restarts.
+	urlFile = filepath.Join(filepath.Dir(dir), "database_url")
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dir, Port: cfg.Dev.Port, RunAsUser: cfg.Dev.RunAs,
+		PreferredPort: lastPort(urlFile), Logger: logger.With(slog.String("component", "postgres"))})
+	if err != nil {
+		return nil, "", nil, fail(exitError, "%v", err)
+	}
+	stop = func() {
+		if err := cluster.Stop(context.WithoutCancel(ctx)); err != nil {
+			logger.Error("stop embedded PostgreSQL", slog.Any("error", err))
+		}
+	}
+	go func() {
+		<-cluster.Done()
+		cancel() // the server died: stop serving
+	}()
+	if err := ensureDatabase(ctx, cluster.URL("postgres"), devDatabase); err != nil {
+		return nil, "", nil, fail(exitError, "%v", err)
+	}
+	cfg.Database.URL = cluster.URL(devDatabase)
+	if err := os.WriteFile(urlFile, []byte(cfg.Database.URL+"\n"), 0o644); err != nil {
+		return nil, "", nil, fail(exitError, "write %s: %v", urlFile, err)
+	}
+	logger.Info("embedded PostgreSQL", slog.String("data_dir", dir), slog.Int("port", cluster.Port()),
+		slog.String("log", cluster.LogFile()), slog.String("url_file", urlFile))
+	return cluster, urlFile, stop, nil
+}
