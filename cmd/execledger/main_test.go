@@ -84,6 +84,11 @@ func TestCommandLine(t *testing.T) {
 	if r = execute(t, environ, "", "submit", "echo", `{}`, "--wait", "--timeout", "200ms"); r.code != exitTimeout {
 		t.Fatalf("submit --wait with nothing to run it: %+v", r)
 	}
+	// A wait that the caller's context ends first is not --timeout's.
+	if r = executeWithin(t, 5*time.Second, environ, "", "submit", "echo", `{}`, "--wait", "--timeout", "1h"); r.code != exitError ||
+		strings.Contains(r.stderr, "not final after") || !strings.Contains(r.stderr, "deadline exceeded") {
+		t.Fatalf("submit --wait whose context ends first: %+v", r)
+	}
 	// A wait on a request that gets cancelled: not OK.
 	done := make(chan result, 1)
 	go func() {
