@@ -25,6 +25,20 @@ func execute(t *testing.T, environ []string, stdin string, args ...string) resul
 	return executeWithin(t, time.Minute, environ, stdin, args...)
 }
 
+// patience bounds a wait for a condition that must come but that load
+// makes slow (a request becoming final after serve compiled a Go skill
+// under the race detector, which has taken minutes on two loaded
+// cores): what is left of go test's -timeout less a minute, so that the
+// test fails with its own message instead of the binary's panic; ten
+// minutes without a -timeout.
+func patience(t *testing.T) time.Duration {
+	d, ok := t.Deadline()
+	if !ok {
+		return 10 * time.Minute
+	}
+	return max(time.Until(d)-time.Minute, time.Second)
+}
+
 // executeWithin is execute with a deadline other than a minute.
 func executeWithin(t *testing.T, d time.Duration, environ []string, stdin string, args ...string) result {
 	t.Helper()

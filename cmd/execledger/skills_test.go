@@ -39,8 +39,45 @@ func goSkill(t *testing.T, dir, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	precompile(t, out)
 	sum := sha256.Sum256(wasm)
 	return hex.EncodeToString(sum[:])
+}
+
+// precompile compiles modules into wasmCacheDir as serve will, in a
+// process built without the race detector (testdata/wasmcache), where a
+// Go module compiles in seconds: serve, in this race-built binary, then
+// finds the machine code.
+func precompile(t *testing.T, modules ...string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to run testdata/wasmcache: %v", err)
+	}
+	cmd := exec.Command(goTool, append([]string{"run", "./testdata/wasmcache", "-dir", wasmCacheDir(t)}, modules...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("compiling %v into the test cache: %v\n%s", modules, err, msg)
+	}
+}
+
+// wasmCacheDir is a directory of wazero machine code that the Go skill
+// tests share, within a run and between runs (under the user's cache
+// directory): serve compiles a 2 MB Go module for a minute or more under
+// the race detector on a loaded machine, and wazero keys the code by the
+// module's digest, its own version and the CPU's features, so that a hit
+// is what the compile would make. The compile itself is covered by
+// package wasmrun and by the first run. A temporary directory when there
+// is no user cache directory.
+func wasmCacheDir(t *testing.T) string {
+	t.Helper()
+	if d, err := os.UserCacheDir(); err == nil {
+		dir := filepath.Join(d, "execledger-test", "wazero")
+		if err := os.MkdirAll(dir, 0o700); err == nil {
+			return dir
+		}
+	}
+	return t.TempDir()
 }
 
 const capdemoSecret = "g0-sk1ll-t0ken-QRS"
@@ -63,6 +100,7 @@ policy_storage_prefixes = ["acme/capdemo/"]
 policy_channels = ["acme.alerts"]
 policy_http_hosts = ["127.0.0.1", "127.0.0.2"]
 secrets_dir = "` + secrets + `"
+cache_dir = "` + wasmCacheDir(t) + `"
 http_ports = [` + fmt.Sprint(httpPort) + `]
 http_private_ranges = ["127.0.0.1/32"]
 
