@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/execledger/execledger/internal/testcache"
 	"github.com/execledger/execledger/internal/testdb"
 )
 
@@ -61,21 +62,15 @@ func precompile(t *testing.T, modules ...string) {
 	}
 }
 
-// wasmCacheDir is a directory of wazero machine code that the Go skill
-// tests share, within a run and between runs (under the user's cache
-// directory): serve compiles a 2 MB Go module for a minute or more under
-// the race detector on a loaded machine, and wazero keys the code by the
-// module's digest, its own version and the CPU's features, so that a hit
-// is what the compile would make. The compile itself is covered by
-// package wasmrun and by the first run. A temporary directory when there
-// is no user cache directory.
+// wasmCacheDir is the wazero cache_dir the Go skill tests share, within
+// a run and between runs (package testcache): serve compiles a 2 MB Go
+// module for a minute or more under the race detector on a loaded
+// machine. The compile itself is covered by package wasmrun and by a
+// machine's first run.
 func wasmCacheDir(t *testing.T) string {
 	t.Helper()
-	if d, err := os.UserCacheDir(); err == nil {
-		dir := filepath.Join(d, "execledger-test", "wazero")
-		if err := os.MkdirAll(dir, 0o700); err == nil {
-			return dir
-		}
+	if dir, ok := testcache.Wazero(); ok {
+		return dir
 	}
 	return t.TempDir()
 }
