@@ -6,12 +6,15 @@
 # Idempotent and fast when they are already there: it only looks for
 # /usr/lib/postgresql/*/bin/postgres. Otherwise it installs Debian's
 # "postgresql" package (apt-get update + apt-get install), as root or
-# through sudo.
+# through sudo, waiting up to APT_LOCK_WAIT seconds (default 600) for
+# another apt-get or dpkg to release the package locks
+# (scripts/apt-get.sh).
 #
 # Note: the Debian package also creates and starts a system cluster
 # (port 5432, /var/run/postgresql). execledger does not use it: its own
 # cluster runs on a random port with its socket inside its data directory.
 set -euo pipefail
+apt_get="$(dirname "$0")/apt-get.sh"
 
 find_server() {
 	local bin
@@ -44,9 +47,9 @@ fi
 
 echo "ensure-postgres: no PostgreSQL server binaries under /usr/lib/postgresql/*/bin; installing package postgresql"
 echo "ensure-postgres: apt-get update"
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive APT_LOCK_WAIT="${APT_LOCK_WAIT:-600}" bash "$apt_get" update -q
 echo "ensure-postgres: apt-get install -y postgresql"
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive APT_LOCK_WAIT="${APT_LOCK_WAIT:-600}" bash "$apt_get" install -y -q --no-install-recommends postgresql
 
 if server="$(find_server)" && [[ -n "$server" ]]; then
 	echo "ensure-postgres: installed $("$server" --version) ($(dirname "$server"))"

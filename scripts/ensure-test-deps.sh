@@ -19,7 +19,9 @@
 #     port with its own configuration and data directory. The Debian package
 #     would also start and enable a system Prometheus on :9090; that one is
 #     kept from starting and disabled, since nothing here uses it.
-# Idempotent; fast when all is in place.
+# Idempotent; fast when all is in place. When another apt-get or dpkg
+# holds the package locks, it waits for them, up to APT_LOCK_WAIT seconds
+# (default 600; scripts/apt-get.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,11 +31,11 @@ apt_updated=
 apt_install() {
 	if [[ -z "$apt_updated" ]]; then
 		echo "ensure-test-deps: apt-get update"
-		DEBIAN_FRONTEND=noninteractive apt-get update -q
+		DEBIAN_FRONTEND=noninteractive bash scripts/apt-get.sh update -q
 		apt_updated=1
 	fi
 	echo "ensure-test-deps: apt-get install -y $*"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+	DEBIAN_FRONTEND=noninteractive bash scripts/apt-get.sh install -y -q --no-install-recommends "$@"
 }
 
 command -v docker-compose >/dev/null 2>&1 || apt_install docker-compose

@@ -60,10 +60,12 @@ func processEnv(t *testing.T, tier string, extra ...string) (db *testdb.DB, envi
 }
 
 // submitJSON submits a request with the command line and returns the
-// final request as JSON.
+// final request as JSON, waiting for it as long as the test may run.
 func submitJSON(t *testing.T, db *testdb.DB, tool, input, run string) map[string]any {
 	t.Helper()
-	r := execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", tool, input, "--run", run, "--wait", "--timeout", "240s", "--json") // a bound, not a measure: a loaded -race run compiles Go skills for a minute
+	wait := patience(t)
+	r := executeWithin(t, wait+30*time.Second, []string{"DATABASE_URL=" + db.URL}, "", "submit", tool, input, "--run", run,
+		"--wait", "--timeout", wait.String(), "--json")
 	var req map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &req); err != nil {
 		t.Fatalf("submit %s: %+v", tool, r)

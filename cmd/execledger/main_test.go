@@ -25,6 +25,20 @@ func execute(t testing.TB, environ []string, stdin string, args ...string) resul
 	return executeWithin(t, time.Minute, environ, stdin, args...)
 }
 
+// patience bounds a wait for a condition that must come but that load
+// makes slow (a request becoming final after serve compiled a Go skill
+// under the race detector, which has taken minutes on two loaded
+// cores): what is left of go test's -timeout less a minute, so that the
+// test fails with its own message instead of the binary's panic; ten
+// minutes without a -timeout.
+func patience(t *testing.T) time.Duration {
+	d, ok := t.Deadline()
+	if !ok {
+		return 10 * time.Minute
+	}
+	return max(time.Until(d)-time.Minute, time.Second)
+}
+
 // executeWithin is execute with a deadline other than a minute.
 func executeWithin(t testing.TB, d time.Duration, environ []string, stdin string, args ...string) result {
 	t.Helper()
@@ -83,6 +97,11 @@ func TestCommandLine(t *testing.T) {
 	// A wait that ends before the request does.
 	if r = execute(t, environ, "", "submit", "echo", `{}`, "--wait", "--timeout", "200ms"); r.code != exitTimeout {
 		t.Fatalf("submit --wait with nothing to run it: %+v", r)
+	}
+	// A wait that the caller's context ends first is not --timeout's.
+	if r = executeWithin(t, 5*time.Second, environ, "", "submit", "echo", `{}`, "--wait", "--timeout", "1h"); r.code != exitError ||
+		strings.Contains(r.stderr, "not final after") || !strings.Contains(r.stderr, "deadline exceeded") {
+		t.Fatalf("submit --wait whose context ends first: %+v", r)
 	}
 	// A wait on a request that gets cancelled: not OK.
 	done := make(chan result, 1)

@@ -170,6 +170,10 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 		}
 		if host != nil && cfg.Skills.Enabled {
 			opts, limits := skillOptions(cfg), skillLimits(cfg.Wasm)
+			// The audit before a skill's first call compiles into the
+			// host's cache_dir, where building the skill's tool next
+			// finds the machine code instead of compiling it again.
+			opts.Wasm.CacheDir = host.CacheDir()
 			g := gate.New(host, opts, limits, logger)
 			xcfg.Skills = g
 			closers = append(closers, toolCloser{"skills", g.Close})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,13 +48,16 @@ func newSkillBench(t *testing.T, extra ...string) *skillBench {
 		return append([]string{"DATABASE_URL=" + db.LoginRole(t, name, "ledger_skill_admin").URL}, extra...)
 	}
 	return &skillBench{db: db, alice: admin("alice"), bob: admin("bob"), carol: admin("carol"), key: key, dir: dir,
-		serve: append(environ, "EXECLEDGER_POLICY_FILES="+pol)}
+		serve: append(environ, "EXECLEDGER_POLICY_FILES="+pol, "EXECLEDGER_WASM_CACHE_DIR="+wasmCacheDir(t))}
 }
 
-// run runs the command line and fails t unless it exits with code.
+// run runs the command line and fails t unless it exits with code. It
+// waits as long as the test may run: skill install and audit compile the
+// skill's modules, minutes for a Go skill under the race detector on a
+// loaded machine.
 func (b *skillBench) run(t *testing.T, environ []string, code int, args ...string) result {
 	t.Helper()
-	r := execute(t, environ, "", args...)
+	r := executeWithin(t, patience(t), environ, "", args...)
 	if r.code != code {
 		t.Fatalf("execledger %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
 	}
@@ -73,14 +77,16 @@ func (b *skillBench) newSkill(t *testing.T, id, lang string, edit func(dir strin
 	return out
 }
 
-// call submits tool with input as ops and waits for it.
-// call submits and waits up to four minutes: a skill's first call builds
-// it (audit and compile, twice a 2 MB module for a Go skill), which under
-// the race detector, beside the other packages' tests on two cores, has
-// taken over a minute.
+// call submits tool with input as ops and waits for it to be final, as
+// long as the test may run: a skill's first call builds it (audit and
+// compile of a 2 MB module for a Go skill), which under the race
+// detector, beside the other packages' tests on two loaded cores, has
+// taken minutes.
 func (b *skillBench) call(t *testing.T, tool, input string) map[string]any {
 	t.Helper()
-	r := executeWithin(t, 5*time.Minute, []string{"DATABASE_URL=" + b.db.URL}, "", "submit", tool, input, "--wait", "--timeout", "4m", "--json")
+	wait := patience(t)
+	r := executeWithin(t, wait+30*time.Second, []string{"DATABASE_URL=" + b.db.URL}, "", "submit", tool, input,
+		"--wait", "--timeout", wait.String(), "--json")
 	var req map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &req); err != nil {
 		t.Fatalf("submit %s: %+v", tool, r)
@@ -224,8 +230,14 @@ func TestSkillQuarantineAndTwoPersonRule(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building the Go skill: %v\n%s", err, out)
 		}
+		precompile(t, filepath.Join(dir, "modules", "greet.wasm")) // for serve's first call
 	})
-	r := b.run(t, b.alice, exitOK, "skill", "install", art)
+	// The installer audits in the interpreter: what this test checks does
+	// not depend on the engine, and wazero's compiler in this race-built
+	// binary takes minutes over a Go module on a loaded machine
+	// (TestSkillLifecycleEndToEnd installs with the compiler).
+	installer := append(slices.Clone(b.alice), "EXECLEDGER_WASM_ENGINE=interpreter")
+	r := b.run(t, installer, exitOK, "skill", "install", art)
 	if !strings.Contains(r.stdout, "quarantined") || !strings.Contains(r.stdout, "capabilities_within_max") ||
 		!strings.Contains(r.stdout, "http api.example.com") ||
 		!strings.Contains(r.stdout, "(tofu)") {

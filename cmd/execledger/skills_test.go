@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/execledger/execledger/internal/testcache"
 	"github.com/execledger/execledger/internal/testdb"
 )
 
@@ -39,8 +40,39 @@ func goSkill(t *testing.T, dir, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	precompile(t, out)
 	sum := sha256.Sum256(wasm)
 	return hex.EncodeToString(sum[:])
+}
+
+// precompile compiles modules into wasmCacheDir as serve will, in a
+// process built without the race detector (testdata/wasmcache), where a
+// Go module compiles in seconds: serve, in this race-built binary, then
+// finds the machine code.
+func precompile(t *testing.T, modules ...string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to run testdata/wasmcache: %v", err)
+	}
+	cmd := exec.Command(goTool, append([]string{"run", "./testdata/wasmcache", "-dir", wasmCacheDir(t)}, modules...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("compiling %v into the test cache: %v\n%s", modules, err, msg)
+	}
+}
+
+// wasmCacheDir is the wazero cache_dir the Go skill tests share, within
+// a run and between runs (package testcache): serve compiles a 2 MB Go
+// module for a minute or more under the race detector on a loaded
+// machine. The compile itself is covered by package wasmrun and by a
+// machine's first run.
+func wasmCacheDir(t *testing.T) string {
+	t.Helper()
+	if dir, ok := testcache.Wazero(); ok {
+		return dir
+	}
+	return t.TempDir()
 }
 
 const capdemoSecret = "g0-sk1ll-t0ken-QRS"
@@ -63,6 +95,7 @@ policy_storage_prefixes = ["acme/capdemo/"]
 policy_channels = ["acme.alerts"]
 policy_http_hosts = ["127.0.0.1", "127.0.0.2"]
 secrets_dir = "` + secrets + `"
+cache_dir = "` + wasmCacheDir(t) + `"
 http_ports = [` + fmt.Sprint(httpPort) + `]
 http_private_ranges = ["127.0.0.1/32"]
 

@@ -102,7 +102,7 @@ func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, id uuid.U
 	defer cancel()
 	r, err := client.Await(waitCtx, id)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil { // --timeout's, not the caller's
 			fmt.Fprintln(e.io.out, id)
 			return fail(exitTimeout, "request %s is not final after %s", id, timeout)
 		}

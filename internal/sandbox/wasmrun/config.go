@@ -80,6 +80,7 @@ type Config struct {
 	// again. The host runs that code: the directory must be the daemon's
 	// alone (New creates it 0700 and refuses one that others may write).
 	// Without it compiled code is shared in memory by the host's tools.
+	// Inspect given a CacheDir compiles into it too.
 	CacheDir string
 	// Policy is what the registered modules may be granted: a call gets
 	// what both Policy and its module's Capabilities list. plugin.run's

@@ -108,6 +108,10 @@ func (h *Host) build(ctx context.Context, m Module, wasm []byte) (*Tool, error) 
 	return t, nil
 }
 
+// CacheDir is the directory of compiled code the host was configured
+// with (Config.CacheDir), "" when it keeps compiled code in memory.
+func (h *Host) CacheDir() string { return h.cfg.CacheDir }
+
 // Tools returns the tools, registered modules first in Config order, then
 // plugin.run if allowed.
 func (h *Host) Tools() []*Tool { return append([]*Tool(nil), h.tools...) }

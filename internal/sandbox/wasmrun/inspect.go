@@ -68,7 +68,11 @@ func (e *InspectError) Unwrap() error { return e.Err }
 // meter, compilation in cfg's engine, the imports tier A provides, the
 // entrypoint ("" for the default rule: "_start" if exported, else "run")
 // — in runtimes of its own, closed before it returns, and reports what it
-// found. Nothing of the module runs.
+// found. Nothing of the module runs. With cfg.CacheDir, the machine code
+// of the instrumented module is kept there, where a host on the same
+// directory building the module with the same fuel finds it instead of
+// compiling it again (serve's skills: the audit before a skill's first
+// call, then its tool).
 //
 // Its error is an *InspectError naming the first problem in the words a
 // failing registration uses (or a plain error for an invalid cfg; and
@@ -82,7 +86,14 @@ func Inspect(ctx context.Context, cfg Config, wasm []byte, entrypoint string) (I
 	if err != nil {
 		return Inspection{}, fmt.Errorf("wasmrun: %w", err)
 	}
-	r, err := newRunner(ctx, &cfg, newMeter(), nil)
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" {
+		if cache, err = compilationCache(cfg.CacheDir); err != nil {
+			return Inspection{}, fmt.Errorf("wasmrun: %w", err)
+		}
+		defer cache.Close(context.WithoutCancel(ctx)) // after the runtime: defers run last first
+	}
+	r, err := newRunner(ctx, &cfg, newMeter(), cache)
 	if err != nil {
 		return Inspection{}, fmt.Errorf("wasmrun: %w", err)
 	}

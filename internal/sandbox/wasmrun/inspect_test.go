@@ -3,8 +3,12 @@ package wasmrun
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -104,5 +108,59 @@ func TestInspectAfterValidation(t *testing.T) {
 	in, err = Inspect(context.Background(), Config{}, []byte("not wasm"), "")
 	if err == nil || in.Exports != nil || in.CheckEntrypoint("run") == nil {
 		t.Errorf("%v: exports %v", err, in.Exports)
+	}
+}
+
+// cacheEntries maps each file under dir to its inode: wazero writes an
+// entry only after compiling a module, by a rename that gives it a new
+// inode.
+func cacheEntries(t *testing.T, dir string) map[string]uint64 {
+	t.Helper()
+	got := map[string]uint64{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		got[p] = fi.Sys().(*syscall.Stat_t).Ino
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestInspectCompilesIntoCacheDir: Inspect with a CacheDir leaves the
+// instrumented module's machine code there, and a host on that directory
+// registering the module with the same fuel compiles nothing again; with
+// other fuel (other instrumented bytes) it does.
+func TestInspectCompilesIntoCacheDir(t *testing.T) {
+	t.Parallel()
+	if !compilerSupported() {
+		t.Fatal("wazero's compiler does not support this platform; only its code is cached")
+	}
+	dir := filepath.Join(t.TempDir(), "cache")
+	wasm := wat(t, "answer")
+	if _, err := Inspect(context.Background(), Config{Engine: EngineCompiler, CacheDir: dir}, wasm, ""); err != nil {
+		t.Fatal(err)
+	}
+	inspected := cacheEntries(t, dir)
+	if len(inspected) != 1 {
+		t.Fatalf("cache entries after Inspect: %v, want one", inspected)
+	}
+	mod := module(t, "acme.answer", wasm)
+	h := host(t, Config{Engine: EngineCompiler, CacheDir: dir, Modules: []Module{mod}})
+	wantOutput(t, run(t, h, "acme.answer", `{}`), `{"result": 42}`)
+	if got := cacheEntries(t, dir); !maps.Equal(got, inspected) {
+		t.Errorf("the host compiled the inspected module again: cache entries %v, then %v", inspected, got)
+	}
+	mod.FuelLimit = DefaultFuelLimit / 2
+	host(t, Config{Engine: EngineCompiler, CacheDir: dir, Modules: []Module{mod}})
+	if got := cacheEntries(t, dir); len(got) != 2 {
+		t.Errorf("cache entries after a host with other fuel: %v, want two", got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/testcache"
 	"github.com/execledger/execledger/internal/wasm/meter"
 	"github.com/execledger/execledger/ledger"
 )
@@ -39,6 +40,10 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	buildDir = dir
+	wazeroCache = filepath.Join(dir, "wazero-cache")
+	if d, ok := testcache.Wazero(); ok {
+		wazeroCache = d
+	}
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -125,9 +130,13 @@ func echoWasm(tb testing.TB) []byte {
 	})
 }
 
+// wazeroCache is the wazero cache the tests share (cacheDir).
+var wazeroCache string
+
 // cacheDir is a wazero cache the tests share, so that the Go echo skill
-// is compiled to machine code once rather than by every test.
-func cacheDir() string { return filepath.Join(buildDir, "wazero-cache") }
+// is compiled to machine code once rather than by every test: kept
+// between runs (package testcache), else in buildDir.
+func cacheDir() string { return wazeroCache }
 
 // module writes wasm to a file and registers it as tool id.
 func module(tb testing.TB, id string, wasm []byte) Module {
@@ -289,10 +298,13 @@ func (th *testHost) counts() (count, inBlock, maxIn int) {
 	return th.count, th.inBlock, th.maxIn
 }
 
-// eventually polls cond until it holds or 10 s pass.
+// eventually polls cond until it holds, failing tb after two minutes: a
+// bound for a condition that never comes, not a measure (goroutines
+// reach these states in microseconds on a quiet machine, in seconds on a
+// loaded one).
 func eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)

@@ -621,9 +621,12 @@ func TestConcurrencyCap(t *testing.T) {
 	for range 10 {
 		go func() { results <- run(t, h, "acme.block", `{}`) }()
 	}
+	// Holding a slot comes before entering the host function: wait for
+	// both calls to be inside it, then check that the cap holds the rest.
+	eventually(t, "2 calls in the host function", func() bool { _, in, _ := th.counts(); return in == 2 })
 	eventually(t, "2 running and 8 waiting", func() bool { return h.running.Load() == 2 && h.waiting.Load() == 8 })
-	if _, in, _ := th.counts(); in != 2 {
-		t.Fatalf("%d instances in the host function", in)
+	if _, in, maxIn := th.counts(); in != 2 || maxIn != 2 {
+		t.Fatalf("%d instances in the host function (at most %d), want 2", in, maxIn)
 	}
 	// The other tool shares the cap: its call waits too.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

@@ -6,10 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/execledger/execledger/internal/testcache"
 )
 
 // engine is one of wazero's two engines; every run test uses both.
@@ -20,10 +23,26 @@ type engine struct {
 
 func engines() []engine {
 	return []engine{
-		{"compiler", wazero.NewRuntimeConfigCompiler},
+		{"compiler", func() wazero.RuntimeConfig {
+			return wazero.NewRuntimeConfigCompiler().WithCompilationCache(compiledCode())
+		}},
 		{"interpreter", wazero.NewRuntimeConfigInterpreter},
 	}
 }
+
+// compiledCode is the compiler's cache, shared by the tests and kept
+// between runs (package testcache): under the race detector wazero's
+// compiler takes minutes over testdata/goprog, which TestGoProgram
+// compiles in three forms, and the corpus's modules add up. A hit is
+// the code the compile would make.
+var compiledCode = sync.OnceValue(func() wazero.CompilationCache {
+	if dir, ok := testcache.Wazero(); ok {
+		if c, err := wazero.NewCompilationCacheWithDir(dir); err == nil {
+			return c
+		}
+	}
+	return wazero.NewCompilationCache()
+})
 
 // watFiles lists the WebAssembly text sources in testdata.
 func watFiles(t testing.TB) []string {
