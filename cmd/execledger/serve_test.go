@@ -74,9 +74,12 @@ func startCommand(t *testing.T, environ []string, args ...string) (stop func() i
 	return stop, out
 }
 
+// httpGet gets url once something answers there, waiting for it as long
+// as the test may run: dev's embedded PostgreSQL (initdb, start, migrate)
+// has taken over 30 s on a loaded machine before serve listens.
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(patience(t))
 	for {
 		resp, err := http.Get(url)
 		if err == nil {
