@@ -74,11 +74,15 @@ func startCommand(t testing.TB, environ []string, args ...string) (stop func() i
 	return stop, out
 }
 
+// httpGet gets url once something answers there, waiting for it as long
+// as the test may run: dev's embedded PostgreSQL (initdb, start, migrate)
+// has taken over 30 s on a loaded machine before serve listens.
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
 	// dev initializes a cluster and migrates it before it listens: on a
-	// loaded machine that alone took close to 30 s.
-	deadline := time.Now().Add(2 * time.Minute)
+	// loaded machine that alone took close to 30 s. Wait as long as the
+	// test may run.
+	deadline := time.Now().Add(patience(t))
 	for {
 		resp, err := http.Get(url)
 		if err == nil {
