@@ -99,17 +99,7 @@ func (x *tampered) asSuperuser(t *testing.T, stmts ...string) {
 // event reads one event of request id.
 func (x *tampered) event(t *testing.T, id uuid.UUID, typ string) ledger.Event {
 	t.Helper()
-	evs, err := ledger.NewStore(x.db.Pool).ReadStream(context.Background(), "request:"+id.String(), 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range evs {
-		if e.Type == typ {
-			return e
-		}
-	}
-	t.Fatalf("request %s has no %s", id, typ)
-	return ledger.Event{}
+	return x.eventOf(t, "request:"+id.String(), typ)
 }
 
 // export writes the whole log's bundle as an auditor would.
