@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,15 +29,7 @@ import (
 
 // The chaos scenarios run real executor processes (this test binary, see
 // TestMain) and break them. `make test` runs them small; `make chaos` runs
-// them at full size with -chaos.full.
-var chaosFull = flag.Bool("chaos.full", false, "run the chaos scenarios at full size")
-
-func chaosSize(small, full int) int {
-	if *chaosFull {
-		return full
-	}
-	return small
-}
+// them at full size with -chaos.full (chaossize_test.go).
 
 // chaosKit is what every scenario shares: a signing key the children load,
 // a journal the unsafe tool writes, and the public key to verify with.
