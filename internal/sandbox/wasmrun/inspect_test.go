@@ -109,7 +109,6 @@ func TestInspectAfterValidation(t *testing.T) {
 	}
 }
 
-
 // TestInspectCompilesIntoCacheDir: Inspect with a CacheDir leaves the
 // instrumented module's machine code there, and a host on that directory
 // registering the module with the same fuel compiles nothing again; with
