@@ -278,10 +278,16 @@ func TestMCPStdio(t *testing.T) {
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "execledger://requests/" + other.String() + "/attestation"}); err == nil {
 		t.Fatal("read another principal's attestation: no error")
 	}
-	// The session's bundle verifies offline.
-	rr, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "execledger://runs/" + run + "/bundle"})
-	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, id.String()) {
-		t.Fatalf("read bundle: %v %+v\n%s", err, rr, logs.String())
+	// The session's bundle verifies offline, once the sealer has published
+	// a checkpoint that holds the request (it may not have yet).
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		rr, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "execledger://runs/" + run + "/bundle"})
+		if err == nil && len(rr.Contents) == 1 && strings.Contains(rr.Contents[0].Text, id.String()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read bundle: %v %+v\n%s", err, rr, logs.String())
+		}
 	}
 	bundleFile := filepath.Join(e.dir, "run.bundle")
 	if err := os.WriteFile(bundleFile, []byte(rr.Contents[0].Text), 0o600); err != nil {
