@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/execledger/execledger/internal/retry"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
@@ -82,13 +84,13 @@ func (c *claimer) run(ctx context.Context) {
 				// transaction, then claim again.
 				if err := c.cfg.Skills.Prepare(ctx); err != nil && ctx.Err() == nil {
 					c.logger.Error("prepare skills", slog.Any("error", err))
-					sleep(ctx, 200*time.Millisecond)
+					retry.Sleep(ctx, 200*time.Millisecond)
 				}
 				continue
 			}
 			if err != nil && ctx.Err() == nil {
 				c.logger.Error("claim", slog.Any("error", err))
-				sleep(ctx, 200*time.Millisecond)
+				retry.Sleep(ctx, 200*time.Millisecond)
 				continue
 			}
 			if n > 0 {
@@ -133,7 +135,7 @@ func (c *claimer) registerWaiter(ctx context.Context) bool {
 		if err := pool.QueryRow(ctx, queryHorizonPassed, horizon).Scan(&passed); err != nil || passed {
 			return true
 		}
-		sleep(ctx, time.Millisecond)
+		retry.Sleep(ctx, time.Millisecond)
 	}
 	return true
 }

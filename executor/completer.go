@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/execledger/execledger/internal/retry"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -79,7 +81,7 @@ func (c *completer) completeWithRetry(ctx context.Context, batch []outcome) {
 			break
 		}
 		c.logger.Warn("complete: retrying", slog.Int("attempt", attempt), slog.Any("error", err))
-		sleep(ctx, backoff)
+		retry.Sleep(ctx, backoff)
 		backoff = min(2*backoff, 5*time.Second)
 	}
 	c.jobs.settled(batch)

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/execledger/execledger/internal/contract"
+	"github.com/execledger/execledger/internal/retry"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/execledger/execledger/internal/attest"
@@ -118,15 +119,6 @@ func (e *Executor) Run(ctx context.Context) error {
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 // startup publishes the policy, waiting out a database that is away (a
 // restart, a failover: the connection is cut or refused) with backoff
 // rather than exiting: an executor started while PostgreSQL restarts
@@ -135,31 +127,13 @@ func (e *Executor) startup(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := e.publishPolicy(ctx)
-		if err == nil || ctx.Err() != nil || !databaseAway(err) {
+		if err == nil || ctx.Err() != nil || !contract.DatabaseAway(err) {
 			return err
 		}
 		e.logger.Warn("database unavailable at startup; retrying", slog.Any("error", err), slog.Duration("retry_in", backoff))
-		sleep(ctx, backoff)
+		retry.Sleep(ctx, backoff)
 		backoff = min(2*backoff, 5*time.Second)
 	}
-}
-
-// databaseAway reports whether err says the database went away or is not
-// back yet: a connection that could not be made or was cut (SQLSTATE
-// class 08), or a server shutting down or starting (57P01–57P03).
-func databaseAway(err error) bool {
-	if pgconn.SafeToRetry(err) {
-		return true
-	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
-	}
-	return false
 }
 
 // publishPolicy appends policy.published when the loaded policy set is not

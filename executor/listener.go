@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/execledger/execledger/internal/retry"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -41,7 +43,7 @@ func (l *listener) run(ctx context.Context) {
 			return
 		}
 		l.logger.Warn("listener", slog.Any("error", err))
-		sleep(ctx, backoff)
+		retry.Sleep(ctx, backoff)
 		backoff = min(backoff*2, 5*time.Second)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/execledger/execledger/internal/contract"
 	"github.com/google/uuid"
 )
 
@@ -12,53 +13,45 @@ import (
 // Succeeded, Failed, Denied and Cancelled.
 type State string
 
-// The request states of the public contract.
+// The request states of the public contract (internal/contract).
 const (
-	StatePending          State = "pending"
-	StateAwaitingApproval State = "awaiting_approval"
-	StateRunning          State = "running"
-	StateSucceeded        State = "succeeded"
-	StateFailed           State = "failed"
-	StateDenied           State = "denied"
-	StateCancelled        State = "cancelled"
+	StatePending          State = contract.StatePending
+	StateAwaitingApproval State = contract.StateAwaitingApproval
+	StateRunning          State = contract.StateRunning
+	StateSucceeded        State = contract.StateSucceeded
+	StateFailed           State = contract.StateFailed
+	StateDenied           State = contract.StateDenied
+	StateCancelled        State = contract.StateCancelled
 )
 
 // Final reports whether no further transition can happen.
-func (s State) Final() bool {
-	switch s {
-	case StateSucceeded, StateFailed, StateDenied, StateCancelled:
-		return true
-	}
-	return false
-}
+func (s State) Final() bool { return contract.Final(string(s)) }
 
 // States lists every state, in the order a request may pass through them.
 var States = []State{StatePending, StateAwaitingApproval, StateRunning, StateSucceeded, StateFailed, StateDenied, StateCancelled}
 
 // Valid reports whether s is one of States.
-func (s State) Valid() bool {
-	return s == StatePending || s == StateAwaitingApproval || s == StateRunning || s.Final()
-}
+func (s State) Valid() bool { return slices.Contains(contract.States, string(s)) }
 
 // ErrorKind says machine-readably why a request did not succeed.
 type ErrorKind string
 
-// The error kinds of the public contract.
+// The error kinds of the public contract (internal/contract).
 const (
-	KindInvalidInput         ErrorKind = "invalid_input"
-	KindPolicyDenied         ErrorKind = "policy_denied"
-	KindBudgetExhausted      ErrorKind = "budget_exhausted"
-	KindApprovalDenied       ErrorKind = "approval_denied"
-	KindSkillNotActive       ErrorKind = "skill_not_active"
-	KindCapabilityDenied     ErrorKind = "capability_denied"
-	KindWorkspaceScopeDenied ErrorKind = "workspace_scope_denied"
-	KindEgressDenied         ErrorKind = "egress_denied"
-	KindQuotaExceeded        ErrorKind = "quota_exceeded"
-	KindTimedOut             ErrorKind = "timed_out"
-	KindSpawnFailed          ErrorKind = "spawn_failed"
-	KindRuntimeFailure       ErrorKind = "runtime_failure"
-	KindCancelled            ErrorKind = "cancelled"
-	KindOutcomeUnknown       ErrorKind = "outcome_unknown"
+	KindInvalidInput         ErrorKind = contract.KindInvalidInput
+	KindPolicyDenied         ErrorKind = contract.KindPolicyDenied
+	KindBudgetExhausted      ErrorKind = contract.KindBudgetExhausted
+	KindApprovalDenied       ErrorKind = contract.KindApprovalDenied
+	KindSkillNotActive       ErrorKind = contract.KindSkillNotActive
+	KindCapabilityDenied     ErrorKind = contract.KindCapabilityDenied
+	KindWorkspaceScopeDenied ErrorKind = contract.KindWorkspaceScopeDenied
+	KindEgressDenied         ErrorKind = contract.KindEgressDenied
+	KindQuotaExceeded        ErrorKind = contract.KindQuotaExceeded
+	KindTimedOut             ErrorKind = contract.KindTimedOut
+	KindSpawnFailed          ErrorKind = contract.KindSpawnFailed
+	KindRuntimeFailure       ErrorKind = contract.KindRuntimeFailure
+	KindCancelled            ErrorKind = contract.KindCancelled
+	KindOutcomeUnknown       ErrorKind = contract.KindOutcomeUnknown
 )
 
 // ErrorKinds lists every error kind of the contract.
@@ -67,7 +60,7 @@ var ErrorKinds = []ErrorKind{KindInvalidInput, KindPolicyDenied, KindBudgetExhau
 	KindRuntimeFailure, KindCancelled, KindOutcomeUnknown}
 
 // Valid reports whether k is one of ErrorKinds.
-func (k ErrorKind) Valid() bool { return slices.Contains(ErrorKinds, k) }
+func (k ErrorKind) Valid() bool { return slices.Contains(contract.ErrorKinds, string(k)) }
 
 // Request is one row of ledger.requests.
 type Request struct {

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/execledger/execledger/internal/contract"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrUnknownProjection: no projection of that name has ever run.
@@ -19,24 +19,17 @@ var ErrMerkleLog = errors.New("projector: the Merkle log is never rebuilt from t
 // ErrNotFailed: Retry of a projection that is not failed.
 var ErrNotFailed = errors.New("projector: projection is not failed")
 
-// transient reports whether err, from work on conn, is worth trying again
-// rather than a failure of the projection: a serialization failure or
-// deadlock (the checkpoint moved, or an apply function raced a writer), a
-// server shutting down or cancelling, or a connection that broke (its
-// error says nothing about the event).
-func transient(conn *pgx.Conn, err error) bool {
-	if conn.IsClosed() || pgconn.SafeToRetry(err) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		class := pgErr.Code[:2]
-		return pgErr.Code == "40001" || pgErr.Code == "40P01" || class == "08" || class == "57"
-	}
-	return false
-}
-
 // panicError is an apply function's panic, reported as its failure.
 type panicError struct{ value any }
 
 func (p panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+// transient reports whether err, from work on conn, is worth trying again
+// rather than a failure of the projection: a connection that broke (its
+// error says nothing about the event) or a failure of the database
+// (contract.Transient: a serialization failure or deadlock when the
+// checkpoint moved or an apply function raced a writer, a server shutting
+// down, a cancelled statement).
+func transient(conn *pgx.Conn, err error) bool {
+	return conn.IsClosed() || contract.Transient(err)
+}

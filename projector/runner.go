@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/execledger/execledger/internal/retry"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/execledger/execledger/ledger"
@@ -58,7 +60,7 @@ func (r *runner) run(ctx context.Context) {
 			backoff = r.e.cfg.PollInterval // it worked for a while: start over
 		}
 		r.logger.Warn("projection runner lost its connection", slog.Any("error", err), slog.Duration("retry_in", backoff))
-		if !sleep(ctx, backoff) {
+		if !retry.Sleep(ctx, backoff) {
 			return
 		}
 		backoff = min(2*backoff, r.e.cfg.MaxBackoff)
@@ -88,7 +90,7 @@ func (r *runner) session(ctx context.Context) error {
 			break
 		}
 		r.observe(ctx, conn)
-		if !sleep(ctx, r.e.cfg.LockRetryInterval) {
+		if !retry.Sleep(ctx, r.e.cfg.LockRetryInterval) {
 			return ctx.Err()
 		}
 	}
@@ -114,7 +116,7 @@ func (r *runner) follow(ctx context.Context, conn *pgx.Conn) error {
 			}
 		}
 		r.observe(ctx, conn)
-		if !worked && !sleep(ctx, r.e.cfg.PollInterval) {
+		if !worked && !retry.Sleep(ctx, r.e.cfg.PollInterval) {
 			return ctx.Err()
 		}
 		if ctx.Err() != nil {
@@ -194,16 +196,4 @@ func (r *runner) checkCheckpoint(ctx context.Context, conn *pgx.Conn, c ledger.C
 		msg = fmt.Sprintf("checkpoint (tx_id %d, position %d) names no event of the log", c.TxID, c.Position)
 	}
 	return false, r.fail(ctx, conn, c, "", errors.New(msg))
-}
-
-// sleep waits d or until ctx ends, reporting whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/execledger/execledger/internal/contract"
+	"github.com/execledger/execledger/internal/retry"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 	"github.com/transparency-dev/formats/log"
@@ -312,7 +314,7 @@ func (r *witnessRunner) run(ctx context.Context, once bool, interval time.Durati
 			r.pool.Close()
 		}
 	}()
-	retry := witnessRetryFirst
+	backoff := witnessRetryFirst
 	for {
 		p, err := r.pass(ctx)
 		var ref *refusal
@@ -324,19 +326,19 @@ func (r *witnessRunner) run(ctx context.Context, once bool, interval time.Durati
 			return fail(exitNotOK, "witness %v", err)
 		case err == nil:
 			r.report(p)
-			retry = witnessRetryFirst
-			if once || !sleep(ctx, interval) {
+			backoff = witnessRetryFirst
+			if once || !retry.Sleep(ctx, interval) {
 				return nil
 			}
 			continue
 		case once || !transient(err):
 			return fail(exitError, "witness: %v", err)
 		}
-		r.logger.Warn("witness pass failed; retrying", slog.Any("error", err), slog.Duration("retry_in", retry))
-		if !sleep(ctx, retry) {
+		r.logger.Warn("witness pass failed; retrying", slog.Any("error", err), slog.Duration("retry_in", backoff))
+		if !retry.Sleep(ctx, backoff) {
 			return nil
 		}
-		retry = min(retry*2, witnessRetryMax)
+		backoff = min(backoff*2, witnessRetryMax)
 	}
 }
 
@@ -370,41 +372,6 @@ func (r *witnessRunner) report(p witnessPass) {
 	case p.Result == "cosigned":
 		fmt.Fprintf(out, "witness: checkpoint %s size %d root %s is consistent with size %d root %s (%d proof hashes); cosigned as %s\n",
 			p.Origin, p.Size, b64(p.Root), p.StateSize, b64(p.StateRoot), p.ProofHashes, p.Witness)
-	}
-}
-
-// transient reports whether err is a database failure worth retrying:
-// the server is unreachable, restarting or overloaded, or a transaction
-// was rolled back; not one that refuses the witness (privileges, a
-// missing checkpoint).
-func transient(err error) bool {
-	var d dbError
-	if !errors.As(err, &d) {
-		return false
-	}
-	var pg *pgconn.PgError
-	if !errors.As(err, &pg) {
-		return true
-	}
-	if len(pg.Code) < 2 {
-		return false
-	}
-	switch pg.Code[:2] {
-	case "08", "40", "53", "57", "58":
-		return true
-	}
-	return false
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
@@ -494,4 +461,14 @@ func (st *stagedFile) abort() {
 		_ = os.Remove(st.tmp)
 		st.tmp = ""
 	}
+}
+
+// transient reports whether err is a database failure worth retrying: the
+// server is unreachable, restarting or overloaded, or a transaction was
+// rolled back (contract.Transient), or the failure carries no SQLSTATE at
+// all (a broken connection); not one that refuses the witness (privileges,
+// a missing checkpoint).
+func transient(err error) bool {
+	var d dbError
+	return errors.As(err, &d) && (contract.SQLState(err) == "" || contract.Transient(err))
 }

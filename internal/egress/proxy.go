@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/execledger/execledger/internal/retry"
 )
 
 // Proxy is the allowlisting egress proxy. It is safe for concurrent use;
@@ -62,7 +64,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 			p.cfg.Logger.WarnContext(ctx, "egress: accept failed; retrying", "err", err, "delay", delay)
-			if !sleep(ctx, delay) {
+			if !retry.Sleep(ctx, delay) {
 				return nil
 			}
 			continue
@@ -72,18 +74,6 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			defer func() { <-slots }()
 			p.handle(ctx, c)
 		})
-	}
-}
-
-// sleep waits for d or until ctx ends; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/execledger/execledger/internal/retry"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/execledger/execledger/ledger"
@@ -91,8 +93,8 @@ func (c *chooser) choose(ctx context.Context) (Choice, error) {
 		if !time.Now().Before(deadline) {
 			break
 		}
-		if err := sleep(ctx, min(pollEvery, time.Until(deadline))); err != nil {
-			return ch, err
+		if !retry.Sleep(ctx, min(pollEvery, time.Until(deadline))) {
+			return ch, ctx.Err()
 		}
 	}
 	ch.Waited = time.Since(start)
@@ -205,15 +207,4 @@ func unclean(ctx context.Context, db ledger.DBTX, size uint64) (*Unclean, error)
 	}
 	u.Leaf = uint64(leaf)
 	return &u, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
