@@ -900,7 +900,7 @@ BEGIN
             CASE WHEN p_grant THEN 'approval.granted' ELSE 'approval.denied' END,
             json_build_object('request_id', p_request_id, 'approver', v_principal, 'note', p_note,
                               'input_digest', v_digest, 'reason', CASE WHEN p_grant THEN 'approved' ELSE 'denied_by_approver' END,
-                              'previous_state', v_q.state,
+                              'previous_state', v_q.state, 'timeout_ms', NULL,
                               'error', CASE WHEN NOT p_grant THEN 'approval denied by ' || v_principal || coalesce(': ' || p_note, '') END),
             CASE WHEN v_q.trace_id IS NULL
                 THEN json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id)
@@ -2625,7 +2625,7 @@ BEGIN
         RETURN ROW(false, s.status, v_why)::ledger.skill_result;
     END IF;
     s.status := 'disabled';
-    PERFORM ledger.skill_set(s, 'skill.disabled', jsonb_build_object('reason', coalesce(p_reason, 'disabled by an operator')), v_actor);
+    PERFORM ledger.skill_set(s, 'skill.disabled', jsonb_build_object('reason', coalesce(p_reason, 'disabled by an operator'), 'revoked_key_id', NULL), v_actor);
     RETURN ROW(true, 'disabled', 'disabled ' || p_skill_id)::ledger.skill_result;
 END $$;
 
@@ -2759,7 +2759,7 @@ BEGIN
         VALUES (p_key_id, p_publisher, p_public_key, 'tofu', v_actor);
         s.stream_version := ledger.skill_append('skill:' || p_skill_id, s.stream_version, 'trust.key_added',
             jsonb_build_object('key_id', p_key_id, 'publisher', p_publisher, 'public_key', encode(p_public_key, 'base64'),
-                               'source', 'tofu', 'skill_id', p_skill_id, 'actor', v_actor),
+                               'source', 'tofu', 'skill_id', p_skill_id, 'note', NULL, 'actor', v_actor),
             v_actor);
     END IF;
     s.status := 'installed';
@@ -3036,7 +3036,7 @@ BEGIN
     PERFORM ledger.skill_append('skill:trust',
         coalesce((SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'skill:trust'), 0), 'trust.key_added',
         jsonb_build_object('key_id', p_key_id, 'publisher', p_publisher, 'public_key', encode(p_public_key, 'base64'),
-                           'source', 'operator', 'note', p_note, 'actor', v_actor),
+                           'source', 'operator', 'note', p_note, 'skill_id', NULL, 'actor', v_actor),
         v_actor);
 END $_$;
 

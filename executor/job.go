@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	"github.com/google/uuid"
 
 	"github.com/execledger/execledger/internal/policy"
@@ -62,7 +64,7 @@ func (j *job) policyRequest() policy.Request {
 	}
 }
 
-func (j *job) stream() string { return "request:" + j.id.String() }
+func (j *job) stream() string { return contract.RequestStream(j.id.String()) }
 
 // next returns the version the next event of the job's stream takes.
 func (j *job) next() int64 {

@@ -2,9 +2,12 @@ package executor
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/execledger/execledger/internal/contract"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -98,7 +101,7 @@ func (r *rescuer) rescueLeases(ctx context.Context) (int, error) {
 				}
 				expired := map[string]any{"request_id": x.ID, "claim_id": x.ClaimID, "executor": by, "started": x.Started,
 					"safe_to_repeat": safe, "action": action, "rescued_by": r.rec.label}
-				sa := ledger.StreamAppend{Stream: "request:" + x.ID.String(), Expected: x.Version, Events: []ledger.NewEvent{{
+				sa := ledger.StreamAppend{Stream: contract.RequestStream(x.ID.String()), Expected: x.Version, Events: []ledger.NewEvent{{
 					Type: "lease.expired", Payload: expired, Metadata: r.rec.meta(x.ID, traces[x.ID]),
 				}}}
 				if action == rescueRequeued {
@@ -184,9 +187,13 @@ func (r *rescuer) expireApprovals(ctx context.Context) (int, error) {
 					return err
 				}
 				// No claim: an expired approval is anyone's to settle.
-				wr.events(w.ID, uuid.Nil, ledger.StreamAppend{Stream: "request:" + w.ID.String(), Expected: w.Version, Events: []ledger.NewEvent{
+				wr.events(w.ID, uuid.Nil, ledger.StreamAppend{Stream: contract.RequestStream(w.ID.String()), Expected: w.Version, Events: []ledger.NewEvent{
+					// The shape of ledger.deny_approval's (contract.Events):
+					// no approver, no note; the digest the request waited with.
 					{Type: "approval.denied", Payload: map[string]any{"request_id": w.ID, "reason": "expired",
-						"timeout_ms": r.rec.approvalTimeout.Milliseconds(), "error": res.Error},
+						"approver": nil, "note": nil, "input_digest": "sha256:" + hex.EncodeToString(w.InputDigest),
+						"previous_state": ledger.StateAwaitingApproval,
+						"timeout_ms":     r.rec.approvalTimeout.Milliseconds(), "error": res.Error},
 						Metadata: r.rec.meta(w.ID, traces[w.ID])},
 					a.event,
 				}})
@@ -231,7 +238,7 @@ func (r *rescuer) attestEnded(ctx context.Context) (int, error) {
 				if err != nil {
 					return err
 				}
-				w.events(x.ID, uuid.Nil, ledger.StreamAppend{Stream: "request:" + x.ID.String(), Expected: x.Version,
+				w.events(x.ID, uuid.Nil, ledger.StreamAppend{Stream: contract.RequestStream(x.ID.String()), Expected: x.Version,
 					Events: []ledger.NewEvent{a.event}})
 				w.transition(x.ID, uuid.Nil, transAttest, false)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/execledger/execledger/internal/contract"
 	"github.com/execledger/execledger/ledger"
 )
 
@@ -202,18 +203,21 @@ func (r *runner) execute(j *job) (res Result) {
 }
 
 // reservedEvents are the request stream's own event types, which only the
-// executor writes.
-var reservedEvents = map[string]bool{
-	"tool.requested": true, "request.claimed": true, "policy.decided": true, "approval.requested": true,
-	"approval.granted": true, "approval.denied": true, "budget.consumed": true, "execution.started": true,
-	"execution.finished": true, "attestation.signed": true, "request.cancelled": true, "lease.expired": true,
-}
+// ledger's writers write; toolEventTypes are the types a tool's call may
+// record, which ledger.executor_record accepts from it. Refusing any other
+// here fails that one call; letting it through would fail its whole
+// completion batch in the database, again at every retry.
+var (
+	reservedEvents = eventSet(func(e contract.Event) bool { return e.Stream == contract.RequestPrefix && !e.ToolRecorded })
+	toolEventTypes = eventSet(func(e contract.Event) bool { return e.ToolRecorded })
+)
 
-// toolEventTypes are the types ledger.executor_record accepts from a call.
-// Refusing any other here fails that one call; letting it through would
-// fail its whole completion batch in the database, again at every retry.
-var toolEventTypes = map[string]bool{
-	"egress.connection": true, "capability.used": true, "channel.published": true, "channel.message": true,
+func eventSet(keep func(contract.Event) bool) map[string]bool {
+	m := map[string]bool{}
+	for _, t := range contract.TypesWhere(keep) {
+		m[t] = true
+	}
+	return m
 }
 
 // checkToolEvents refuses events a tool may not record: a reserved or

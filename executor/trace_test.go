@@ -100,6 +100,7 @@ func metaOf(t *testing.T, ev ledger.Event) ledger.Metadata {
 func TestTraceparentMakesOneTrace(t *testing.T) {
 	t.Parallel()
 	e, exp := tracedSetup(t, nil)
+	e.db.ForgesEvents() // test.noting records an event of its own making
 	id := submit(t, e.alice, ledger.SubmitParams{Tool: "test.noting", Input: map[string]any{},
 		Context: ledger.RequestContext{Traceparent: traceTestHeader}})
 	if r := await(t, e.alice, id); r.State != ledger.StateSucceeded {

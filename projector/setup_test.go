@@ -37,6 +37,7 @@ type bundle struct {
 func setup(t *testing.T) bundle {
 	t.Helper()
 	db := testdb.New(t)
+	db.ForgesEvents() // the projector's tests append events of their own making
 	exec := db.LoginRole(t, "", "ledger_executor")
 	mustExec(t, db.Pool, `CREATE TABLE public.toy_applied (
     projection text   NOT NULL,

@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -307,7 +309,7 @@ const maxTrail = 5000
 // readTrail reads the request's stream: its events as the record, and
 // apart from them those that are below the sealed horizon but no leaf.
 func readTrail(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) ([]trailEvent, []unsealedView, error) {
-	evs, err := ledger.ReadStreamSealed(ctx, pool, "request:"+id.String(), 0, maxTrail)
+	evs, err := ledger.ReadStreamSealed(ctx, pool, contract.RequestStream(id.String()), 0, maxTrail)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -134,7 +136,7 @@ func verifyKey(cfg config.Config, path string) (ed25519.PublicKey, error) {
 
 // readRecorded reads request id's input and its last attestation.
 func readRecorded(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (recorded, error) {
-	rows, err := pool.Query(ctx, queryRequestEvents, "request:"+id.String())
+	rows, err := pool.Query(ctx, queryRequestEvents, contract.RequestStream(id.String()))
 	if err != nil {
 		return recorded{}, fmt.Errorf("read events: %w", err)
 	}

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	"github.com/execledger/execledger/ledger"
 )
 
 // requestPrefix begins the name of every request stream.
-const requestPrefix = "request:"
+const requestPrefix = contract.RequestPrefix
 
 // Event types the request checks read.
 const (

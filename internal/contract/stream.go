@@ -7,8 +7,8 @@ import "strings"
 // stream; a skill's lifecycle on its skill stream, a background process on
 // its process stream, a channel's messages on its channel stream and a
 // projection's failures and rebuilds on its projection stream. The trust
-// store, the Merkle log and the executors' published policy have one
-// stream each.
+// store (a skill stream of its own name), the Merkle log and the
+// executors' published policy have one stream each.
 const (
 	RequestPrefix    = "request:"
 	RunPrefix        = "run:"
@@ -17,7 +17,7 @@ const (
 	ChannelPrefix    = "channel:"
 	ProjectionPrefix = "projection:"
 
-	TrustStream  = "trust"
+	TrustStream  = SkillPrefix + "trust" // the trust store's keys
 	LogStream    = "log"
 	PolicyStream = "policy"
 )
@@ -38,7 +38,7 @@ func StreamForm(stream string) string {
 		}
 	}
 	switch stream {
-	case TrustStream, LogStream, PolicyStream:
+	case LogStream, PolicyStream:
 		return stream
 	}
 	return ""

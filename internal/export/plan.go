@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	"github.com/execledger/execledger/internal/bundle"
 	"github.com/execledger/execledger/ledger"
 )
@@ -140,7 +142,7 @@ func (p *plan) produceLeaves(ctx context.Context, db ledger.DBTX, emit func(bund
 			p.ranges++
 			for j := range r.events {
 				e := &r.events[j]
-				if e.Version == 1 && strings.HasPrefix(e.Stream, "request:") {
+				if e.Version == 1 && strings.HasPrefix(e.Stream, contract.RequestPrefix) {
 					p.requests++
 				}
 				if err := emit(e); err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	tlog "github.com/transparency-dev/formats/proof"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -50,7 +52,7 @@ func (p Proofs) Provable() int {
 // It returns ErrNoRequest when the stream has no event.
 func Prove(ctx context.Context, db ledger.DBTX, id string) (Proofs, error) {
 	var ps Proofs
-	events, err := streamLeaves(ctx, db, "request:"+id)
+	events, err := streamLeaves(ctx, db, contract.RequestStream(id))
 	if err != nil {
 		return ps, err
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/execledger/execledger/internal/attest"
@@ -109,7 +111,7 @@ func (r attestedRow) differs() *bundle.Fault {
 }
 
 func (r attestedRow) fault(format string, args ...any) *bundle.Fault {
-	return &bundle.Fault{Code: bundle.ReadModelDiffers, Stream: "request:" + r.id,
+	return &bundle.Fault{Code: bundle.ReadModelDiffers, Stream: contract.RequestStream(r.id),
 		Message: fmt.Sprintf("request %s: ", r.id) + fmt.Sprintf(format, args...)}
 }
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	"github.com/google/uuid"
 
 	"github.com/execledger/execledger/internal/attest"
@@ -137,7 +139,7 @@ func requestSealed(db ledger.DBTX, id string) func(ctx context.Context) (uint64,
 	return func(ctx context.Context) (uint64, error) {
 		var n int64
 		var next *int64
-		if err := db.QueryRow(ctx, queryStreamSealed, "request:"+id).Scan(&n, &next); err != nil {
+		if err := db.QueryRow(ctx, queryStreamSealed, contract.RequestStream(id)).Scan(&n, &next); err != nil {
 			return 0, fmt.Errorf("export: request %s: %w", id, err)
 		}
 		if next == nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	"github.com/execledger/execledger/internal/bundle"
 	"github.com/execledger/execledger/ledger"
 	"github.com/execledger/execledger/projector"
@@ -184,7 +186,7 @@ func (r readModelRow) fault(size uint64) *bundle.Fault {
 		if r.finishedAt != nil {
 			ended = "at " + r.finishedAt.UTC().Format(time.RFC3339)
 		}
-		return &bundle.Fault{Code: bundle.MissingAttestation, Stream: "request:" + r.id,
+		return &bundle.Fault{Code: bundle.MissingAttestation, Stream: contract.RequestStream(r.id),
 			Message: fmt.Sprintf("ledger.requests says request %s ended (%s) %s, and its stream holds no attestation", r.id, r.state, ended)}
 	}
 	leaf := uint64(*r.leaf)
@@ -192,7 +194,7 @@ func (r readModelRow) fault(size uint64) *bundle.Fault {
 	if r.digest != nil {
 		said = *r.digest
 	}
-	return &bundle.Fault{Code: bundle.MissingAttestation, Stream: "request:" + r.id, Leaf: &leaf,
+	return &bundle.Fault{Code: bundle.MissingAttestation, Stream: contract.RequestStream(r.id), Leaf: &leaf,
 		Message: fmt.Sprintf("ledger.requests says request %s (%s) has attestation %s; the attestation the log sealed at leaf %d is %s",
 			r.id, r.state, said, leaf, *r.logDigest)}
 }

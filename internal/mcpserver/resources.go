@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/execledger/execledger/internal/contract"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,7 +61,7 @@ func (ss *session) readAttestation(ctx context.Context, req *mcp.ReadResourceReq
 		return nil, fmt.Errorf("request %s is %s and has no attestation yet", id, r.State)
 	}
 	var envelope string
-	err = ss.s.opts.Reader.QueryRow(ctx, queryAttestation, "request:"+id.String()).Scan(&envelope)
+	err = ss.s.opts.Reader.QueryRow(ctx, queryAttestation, contract.RequestStream(id.String())).Scan(&envelope)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("request %s: its attestation event is not readable yet", id)
 	}

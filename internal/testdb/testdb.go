@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/execledger/execledger/internal/contract"
 	"github.com/execledger/execledger/migrations"
 )
 
@@ -31,7 +33,14 @@ type DB struct {
 	Name string
 	URL  string // connects as the server's superuser
 	Pool *pgxpool.Pool
+
+	forged bool // ForgesEvents: no contract check at the end
 }
+
+// ForgesEvents says the test writes events no writer of the ledger would
+// (a tamper test's forgeries), so the end-of-test check of every event
+// against the contract is not made.
+func (db *DB) ForgesEvents() { db.forged = true }
 
 var template struct {
 	once sync.Once
@@ -57,11 +66,49 @@ func New(t testing.TB) *DB {
 		t.Fatalf("testdb: %v (server %s; `make test` starts PostgreSQL)", err, AdminURL())
 	}
 	t.Cleanup(func() {
+		if !db.forged && !t.Failed() {
+			if err := db.CheckEvents(context.Background()); err != nil {
+				t.Errorf("testdb: %v", err)
+			}
+		}
 		if err := db.Drop(context.Background()); err != nil {
 			t.Errorf("testdb: %v", err)
 		}
 	})
 	return db
+}
+
+// CheckEvents checks every event in the database against the contract
+// (contract.CheckEvent): each of its types on the streams the contract
+// gives it, with its payload members. New runs it when a test ends, so
+// every test that makes a writer write is also a test of the writer's
+// agreement with the contract.
+func (db *DB) CheckEvents(ctx context.Context) error {
+	rows, err := db.Pool.Query(ctx, `
+SELECT DISTINCT ON (type, split_part(stream, ':', 1), keys) type, stream, keys
+FROM (SELECT type, stream,
+             CASE WHEN json_typeof(payload) = 'object' THEN ARRAY(SELECT json_object_keys(payload)) END AS keys
+      FROM ledger.events
+      -- a payload holding \u0000 is legal json that no function can read
+      WHERE strpos(payload::text, '\u0000') = 0) e`)
+	if err != nil {
+		return fmt.Errorf("check events: %w", err)
+	}
+	var errs []error
+	for rows.Next() {
+		var typ, stream string
+		var keys []string
+		if err := rows.Scan(&typ, &stream, &keys); err != nil {
+			return fmt.Errorf("check events: %w", err)
+		}
+		if err := contract.CheckEvent(typ, stream, keys); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check events: %w", err)
+	}
+	return errors.Join(errs...)
 }
 
 // Create makes a database from the migrated template; the caller drops it.

@@ -69,7 +69,7 @@ BEGIN
             CASE WHEN p_grant THEN 'approval.granted' ELSE 'approval.denied' END,
             json_build_object('request_id', p_request_id, 'approver', v_principal, 'note', p_note,
                               'input_digest', v_digest, 'reason', CASE WHEN p_grant THEN 'approved' ELSE 'denied_by_approver' END,
-                              'previous_state', v_q.state,
+                              'previous_state', v_q.state, 'timeout_ms', NULL,
                               'error', CASE WHEN NOT p_grant THEN 'approval denied by ' || v_principal || coalesce(': ' || p_note, '') END),
             CASE WHEN v_q.trace_id IS NULL
                 THEN json_build_object('actor', v_principal, 'login_role', session_user, 'correlation_id', p_request_id)

@@ -21,7 +21,7 @@ BEGIN
         RETURN ROW(false, s.status, v_why)::ledger.skill_result;
     END IF;
     s.status := 'disabled';
-    PERFORM ledger.skill_set(s, 'skill.disabled', jsonb_build_object('reason', coalesce(p_reason, 'disabled by an operator')), v_actor);
+    PERFORM ledger.skill_set(s, 'skill.disabled', jsonb_build_object('reason', coalesce(p_reason, 'disabled by an operator'), 'revoked_key_id', NULL), v_actor);
     RETURN ROW(true, 'disabled', 'disabled ' || p_skill_id)::ledger.skill_result;
 END $$;
 

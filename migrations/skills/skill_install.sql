@@ -87,7 +87,7 @@ BEGIN
         VALUES (p_key_id, p_publisher, p_public_key, 'tofu', v_actor);
         s.stream_version := ledger.skill_append('skill:' || p_skill_id, s.stream_version, 'trust.key_added',
             jsonb_build_object('key_id', p_key_id, 'publisher', p_publisher, 'public_key', encode(p_public_key, 'base64'),
-                               'source', 'tofu', 'skill_id', p_skill_id, 'actor', v_actor),
+                               'source', 'tofu', 'skill_id', p_skill_id, 'note', NULL, 'actor', v_actor),
             v_actor);
     END IF;
     s.status := 'installed';

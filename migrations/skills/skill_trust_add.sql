@@ -28,7 +28,7 @@ BEGIN
     PERFORM ledger.skill_append('skill:trust',
         coalesce((SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'skill:trust'), 0), 'trust.key_added',
         jsonb_build_object('key_id', p_key_id, 'publisher', p_publisher, 'public_key', encode(p_public_key, 'base64'),
-                           'source', 'operator', 'note', p_note, 'actor', v_actor),
+                           'source', 'operator', 'note', p_note, 'skill_id', NULL, 'actor', v_actor),
         v_actor);
 END $_$;
 

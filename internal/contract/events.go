@@ -1,0 +1,213 @@
+package contract
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Event is one event type of the contract.
+type Event struct {
+	Type string
+	// Stream is the form of the streams it is written to (StreamForm).
+	Stream string
+	// Writers are the source files that write it, relative to the
+	// repository root: one, or several that write one payload shape.
+	Writers []string
+	// Required are the payload members every event of the type has today;
+	// Optional those some have (a denial's message, a skill tool's skill,
+	// a stop's end details). An event has no other members.
+	Required, Optional []string
+	// Legacy are members only events written by earlier versions have:
+	// readers accept them, no writer writes them any more.
+	Legacy []string
+	// ToolRecorded: a tool's call may record it (executor.Event), checked
+	// by the executor and by ledger.executor_record.
+	ToolRecorded bool
+	// Request: the executor writes it on a request's stream while it holds
+	// the request's claim (ledger.executor_record accepts it there).
+	Request bool
+}
+
+// Fields returns Required and Optional, sorted.
+func (e Event) Fields() []string {
+	f := slices.Concat(e.Required, e.Optional)
+	sort.Strings(f)
+	return f
+}
+
+const (
+	sqlAPI        = "migrations/api/"
+	sqlExecutor   = "migrations/executor/"
+	sqlLog        = "migrations/log/"
+	sqlProjection = "migrations/projections/"
+	sqlSkills     = "migrations/skills/"
+)
+
+// Events lists every event type the ledger writes, or wrote once and still
+// reads. Each type's payload members are DESIGN.md's and docs/bundle.md's.
+var Events = []Event{
+	// A request's life, on its stream.
+	{Type: "tool.requested", Stream: RequestPrefix, Writers: []string{sqlAPI + "submit.sql"},
+		Required: []string{"request_id", "principal", "tool", "input", "input_digest", "run_id", "idempotency_key", "context", "context_bound"}},
+	{Type: "request.claimed", Stream: RequestPrefix, Writers: []string{sqlExecutor + "claim_requests.sql"},
+		Required: []string{"request_id", "executor", "claim_id", "attempt", "lease_expires_at"}},
+	{Type: "policy.decided", Stream: RequestPrefix, Writers: []string{"executor/claimer.go"}, Request: true,
+		Required: []string{"request_id", "stage", "decision", "action", "origin", "policy_digest", "determining_policies", "errors",
+			"reason_code", "sensitive", "approved"},
+		Optional: []string{"error_kind", "message", "skill", "tool_reason"}},
+	{Type: "approval.requested", Stream: RequestPrefix, Writers: []string{"executor/claimer.go"}, Request: true,
+		Required: []string{"request_id", "tool", "input_digest", "reason", "expires_in_ms"}},
+	{Type: "approval.granted", Stream: RequestPrefix, Writers: []string{sqlAPI + "decide_approval.sql"},
+		Required: approvalDecision},
+	{Type: "approval.denied", Stream: RequestPrefix, Writers: []string{sqlAPI + "decide_approval.sql", "executor/rescuer.go"}, Request: true,
+		Required: approvalDecision},
+	{Type: "budget.consumed", Stream: RequestPrefix, Writers: []string{"executor/claimer.go"}, Request: true,
+		Required: []string{"request_id", "principal", "run_id", "used", "max_calls"}},
+	{Type: "execution.started", Stream: RequestPrefix, Writers: []string{"executor/claimer.go"}, Request: true,
+		Required: []string{"request_id", "executor", "attempt", "tier", "timeout_ms"}},
+	{Type: "execution.finished", Stream: RequestPrefix, Writers: []string{"executor/completer.go"}, Request: true,
+		Required: []string{"request_id", "state", "error_kind", "error", "output", "executor", "attempt", "tier", "timed_out",
+			"exit_status", "resources", "enforcement"}},
+	{Type: "request.cancelled", Stream: RequestPrefix, Writers: []string{sqlAPI + "cancel.sql", "executor/completer.go"}, Request: true,
+		Required: []string{"request_id", "reason", "previous_state"}},
+	{Type: "lease.expired", Stream: RequestPrefix, Writers: []string{"executor/rescuer.go"}, Request: true,
+		Required: []string{"request_id", "executor", "claim_id", "rescued_by", "action", "started", "safe_to_repeat"},
+		Optional: []string{"state", "error_kind", "error", "tier"}},
+	{Type: "attestation.signed", Stream: RequestPrefix, Writers: []string{"executor/attestation.go"}, Request: true,
+		Required: []string{"request_id", "attestation_digest", "envelope", "key_id"}},
+	// What a tool's call records, on its request's stream (channel.message
+	// on its channel's).
+	{Type: "egress.connection", Stream: RequestPrefix, Writers: []string{"internal/sandbox/processrun/egress.go"}, Request: true, ToolRecorded: true,
+		Required: []string{"host", "allowed", "bytes_up", "bytes_down"}},
+	{Type: "capability.used", Stream: RequestPrefix, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
+		Required: []string{"class", "name", "handle", "outcome"}, Optional: []string{"bytes", "status", "key"}},
+	{Type: "channel.published", Stream: RequestPrefix, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
+		Required: []string{"channel", "bytes", "sha256", "redacted"}},
+	{Type: "channel.message", Stream: ChannelPrefix, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
+		Required: []string{"channel", "message"}},
+	// Runs.
+	{Type: "run.budget_set", Stream: RunPrefix, Writers: []string{sqlAPI + "set_run_budget.sql"},
+		Required: []string{"principal", "run_id", "max_calls"}},
+	{Type: "run.ended", Stream: RunPrefix, Writers: []string{sqlAPI + "end_run.sql"},
+		Required: []string{"principal", "run_id", "reason"}},
+	// Background processes, on their process streams.
+	{Type: "process.started", Stream: ProcessPrefix, Writers: []string{"ledger/processes.go"},
+		Required: []string{"handle", "request_id", "principal", "run_id", "owner", "owner_role", "executor", "tier", "mode", "command",
+			"args", "pid", "pid_start", "started_at", "expires_at", "lifetime_ms"}},
+	{Type: "process.stop_requested", Stream: ProcessPrefix, Writers: []string{"internal/sandbox/processrun/proctools.go"},
+		Required: []string{"handle", "request_id", "principal", "run_id"}},
+	{Type: "process.ended", Stream: ProcessPrefix, Writers: []string{"internal/sandbox/processrun/background.go"},
+		// Its own supervisor writes how it ended; another executor's
+		// recovery of an orphan (killed) who recovered it.
+		Required: []string{"handle", "end_reason"},
+		Optional: []string{"exit_code", "signal", "error_kind", "error", "output", "resources",
+			"owner", "recovered_by", "processes_killed", "rebooted"}},
+	{Type: "process.lost", Stream: ProcessPrefix, Writers: []string{"internal/sandbox/processrun/background.go"},
+		Required: []string{"handle", "end_reason", "owner", "recovered_by", "processes_killed", "rebooted"}},
+	{Type: "process.owner_role_recorded", Stream: ProcessPrefix, Legacy: []string{"owner_role"}},
+	// Skills and the trust store, on skill streams.
+	{Type: "skill.installed", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_install.sql"},
+		Required: skillState("installed_by", "payload_digest", "previous_digest", "size", "tools", "trust")},
+	{Type: "skill.audited", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_record_audit.sql"},
+		Required: skillState("checks", "failed_checks", "passed", "trigger")},
+	{Type: "skill.quarantined", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_record_audit.sql"},
+		Required: skillState("failed_checks", "reason", "trigger")},
+	{Type: "skill.approved", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_approve.sql"},
+		Required: skillState("approver", "approvals_needed", "note")},
+	{Type: "skill.enabled", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_enable.sql"},
+		Required: skillState("note")},
+	{Type: "skill.disabled", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_disable.sql", sqlSkills + "skill_trust_revoke.sql"},
+		Required: skillState("reason", "revoked_key_id")},
+	{Type: "skill.rolled_back", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_rollback.sql"},
+		Required: skillState("from_digest", "from_version", "reason")},
+	{Type: "skill.removed", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_remove.sql"},
+		Required: skillState("reason")},
+	{Type: "skill.refused", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_refuse.sql"},
+		Required: []string{"skill_id", "action", "actor", "artifact_digest", "reason", "status"}},
+	{Type: "trust.key_added", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_trust_add.sql", sqlSkills + "skill_install.sql"},
+		Required: []string{"actor", "key_id", "public_key", "publisher", "source", "note", "skill_id"}},
+	{Type: "trust.key_revoked", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_trust_revoke.sql"},
+		Required: []string{"actor", "key_id", "publisher", "reason"}},
+	// The executors' policy, the Merkle log, the projections.
+	{Type: "policy.published", Stream: PolicyStream, Writers: []string{"executor/executor.go"},
+		Required: []string{"policy_digest", "policy_ids", "files"}},
+	{Type: "checkpoint.signed", Stream: LogStream, Writers: []string{sqlLog + "log_checkpoint.sql"},
+		Required: []string{"origin", "size", "root_hash", "note"}},
+	{Type: "log.unsealed_event", Stream: LogStream, Writers: []string{sqlLog + "log_record_faults.sql"},
+		Required: []string{"position", "tx_id", "stream", "version", "type", "reason"}},
+	{Type: "projection.failed", Stream: ProjectionPrefix, Writers: []string{sqlProjection + "projection_fail.sql"},
+		Required: []string{"projection", "position", "tx_id", "event_type", "error", "checkpoint"}},
+	{Type: "projection.retried", Stream: ProjectionPrefix, Writers: []string{sqlProjection + "projection_retry.sql"},
+		Required: []string{"projection", "position", "tx_id", "previous_error", "note"}},
+	{Type: "projection.rebuild_started", Stream: ProjectionPrefix, Writers: []string{sqlProjection + "projection_rebuild_begin.sql"},
+		Required: []string{"projection"}},
+	{Type: "projection.rebuilt", Stream: ProjectionPrefix, Writers: []string{sqlProjection + "projection_rebuild_swap.sql"},
+		Required: []string{"projection", "tx_id", "position", "rows", "started_at"}},
+}
+
+// approvalDecision is the one payload of approval.granted and
+// approval.denied, whoever decides: an approver (ledger.approve,
+// ledger.deny_approval) or the rescuer when the approval expired (reason
+// "expired", approver null, timeout_ms set).
+var approvalDecision = []string{"request_id", "reason", "approver", "note", "input_digest", "previous_state", "error", "timeout_ms"}
+
+// skillState is the payload of a skill's lifecycle events: the skill's
+// state after the event, and what this event adds.
+func skillState(extra ...string) []string {
+	return append([]string{"skill_id", "version", "status", "artifact_digest", "publisher", "key_id", "approvals", "actor"}, extra...)
+}
+
+// EventType returns the contract's event of type t.
+func EventType(t string) (Event, bool) {
+	i := slices.IndexFunc(Events, func(e Event) bool { return e.Type == t })
+	if i < 0 {
+		return Event{}, false
+	}
+	return Events[i], true
+}
+
+// TypesWhere lists the types of the events for which keep holds, in the
+// order of Events.
+func TypesWhere(keep func(Event) bool) []string {
+	var ts []string
+	for _, e := range Events {
+		if keep(e) {
+			ts = append(ts, e.Type)
+		}
+	}
+	return ts
+}
+
+// CheckEvent reports how an event of type t on stream, whose payload has
+// the members keys, departs from the contract; nil when it does not.
+// Types outside the contract are the caller's business (the event store
+// takes any well-formed type) unless they sit on a stream of the
+// contract's forms.
+func CheckEvent(t, stream string, keys []string) error {
+	e, ok := EventType(t)
+	form := StreamForm(stream)
+	switch {
+	case !ok && form == "":
+		return nil
+	case !ok:
+		return fmt.Errorf("event type %s on stream %s is not in the contract", t, stream)
+	case form != e.Stream:
+		return fmt.Errorf("%s on stream %s: the contract puts it on %s streams", t, stream, e.Stream)
+	}
+	var missing, extra []string
+	for _, k := range e.Required {
+		if !slices.Contains(keys, k) {
+			missing = append(missing, k)
+		}
+	}
+	for _, k := range keys {
+		if !slices.Contains(e.Required, k) && !slices.Contains(e.Optional, k) && !slices.Contains(e.Legacy, k) {
+			extra = append(extra, k)
+		}
+	}
+	if len(missing)+len(extra) > 0 {
+		return fmt.Errorf("%s payload: missing %v, not in the contract %v", t, missing, extra)
+	}
+	return nil
+}
