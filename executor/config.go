@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/execledger/execledger/internal/config"
+
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -54,20 +56,23 @@ func (c Config) WithDefaults() Config {
 			*i = v
 		}
 	}
+	// The defaults are the configuration's (config.Default), but for
+	// CompleteBatch, which is not a configuration key.
+	d := config.Default().Executor
 	if c.Label == "" {
 		c.Label = "executor"
 	}
-	seti(&c.Workers, 64)
-	seti(&c.ClaimBatch, 64)
-	seti(&c.DefaultMaxCallsPerRun, 4)
+	seti(&c.Workers, d.Workers)
+	seti(&c.ClaimBatch, d.ClaimBatch)
+	seti(&c.DefaultMaxCallsPerRun, d.DefaultMaxCallsPerRun)
 	seti(&c.CompleteBatch, 256)
-	seti(&c.MaxAttempts, 10)
-	set(&c.Lease, 30*time.Second)
-	set(&c.PollInterval, time.Second)
-	set(&c.RescueInterval, 5*time.Second)
-	set(&c.ShutdownGrace, 10*time.Second)
-	set(&c.ToolTimeout, 30*time.Second)
-	set(&c.ApprovalTimeout, 15*time.Minute)
+	seti(&c.MaxAttempts, d.MaxAttempts)
+	set(&c.Lease, d.Lease.Duration)
+	set(&c.PollInterval, d.PollInterval.Duration)
+	set(&c.RescueInterval, d.RescueInterval.Duration)
+	set(&c.ShutdownGrace, d.ShutdownGrace.Duration)
+	set(&c.ToolTimeout, d.ToolTimeout.Duration)
+	set(&c.ApprovalTimeout, d.ApprovalTimeout.Duration)
 	return c
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/execledger/execledger/internal/config"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transparency-dev/formats/log"
@@ -43,18 +45,21 @@ type SealerConfig struct {
 	Logger     *slog.Logger
 }
 
+// withDefaults fills unset fields with the configuration's defaults
+// (config.Default).
 func (c SealerConfig) withDefaults() SealerConfig {
+	d := config.Default().Sealer
 	if c.CheckpointEvery <= 0 {
-		c.CheckpointEvery = 1000
+		c.CheckpointEvery = d.CheckpointEvery
 	}
 	if c.CheckpointInterval <= 0 {
-		c.CheckpointInterval = time.Second
+		c.CheckpointInterval = d.CheckpointInterval.Duration
 	}
 	if c.Quorum <= 0 || c.Quorum > len(c.Witnesses) {
 		c.Quorum = len(c.Witnesses)
 	}
 	if c.AuditInterval <= 0 {
-		c.AuditInterval = time.Minute
+		c.AuditInterval = d.AuditInterval.Duration
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

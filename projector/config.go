@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/execledger/execledger/internal/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -29,12 +31,15 @@ type Config struct {
 }
 
 // WithDefaults fills unset fields.
+// BatchSize and PollInterval default to the configuration's
+// (config.Default); the others are not configuration keys.
 func (c Config) WithDefaults() Config {
+	d := config.Default().Projector
 	if c.BatchSize == 0 {
-		c.BatchSize = 500
+		c.BatchSize = d.BatchSize
 	}
 	if c.PollInterval == 0 {
-		c.PollInterval = 100 * time.Millisecond
+		c.PollInterval = d.PollInterval.Duration
 	}
 	if c.LockRetryInterval == 0 {
 		c.LockRetryInterval = time.Second

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -192,6 +193,22 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // MarshalText writes the Go duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
+// The [process] defaults, which the process.run tool (processrun) also
+// takes for a zero field: one set of numbers.
+const (
+	ProcessOutputLimit            = 64 << 10
+	ProcessKillGrace              = 500 * time.Millisecond
+	ProcessUID                    = 65534 // nobody
+	ProcessGID                    = 65534
+	ProcessUIDBase                = 200000
+	ProcessUIDCount               = 65536
+	ProcessRlimitCPUSeconds       = 2
+	ProcessRlimitFileSize         = 64 << 20
+	ProcessRlimitOpenFiles        = 256
+	ProcessRlimitProcesses        = 256
+	ProcessWorkspaceSweepInterval = 5 * time.Minute
+)
+
 // Default is the configuration before any file or variable.
 func Default() Config {
 	host, _ := os.Hostname()
@@ -209,12 +226,13 @@ func Default() Config {
 		Policy: Policy{Files: []string{}},
 		Process: Process{Tier: "C", WorkspaceRoot: filepath.Join(".execledger", "workspaces"), AllowedExecutables: []string{},
 			EgressMode: "none", EgressAllowlist: []string{}, MaxTimeout: Duration{30 * time.Second},
-			OutputLimitBytes: 64 << 10, KillGrace: Duration{500 * time.Millisecond}, UID: 65534, GID: 65534,
-			RlimitCPUSeconds: 2, RlimitFileSize: 64 << 20, RlimitOpenFiles: 256, RlimitProcesses: 256,
-			EgressPorts: []int{80, 443}, EgressPrivateRanges: []string{},
+			OutputLimitBytes: ProcessOutputLimit, KillGrace: Duration{ProcessKillGrace}, UID: ProcessUID, GID: ProcessGID,
+			RlimitCPUSeconds: ProcessRlimitCPUSeconds, RlimitFileSize: ProcessRlimitFileSize, RlimitOpenFiles: ProcessRlimitOpenFiles,
+			RlimitProcesses: ProcessRlimitProcesses,
+			EgressPorts:     slices.Clone(egress.DefaultPorts), EgressPrivateRanges: []string{},
 			Background: true, MaxBackground: 16, MaxBackgroundPerRun: 4, MaxBackgroundLifetime: Duration{30 * time.Minute},
-			Cgroups: "auto", UIDBase: 200000, UIDCount: 65536,
-			WorkspaceTTL: Duration{2 * time.Hour}, WorkspaceSweepInterval: Duration{5 * time.Minute}},
+			Cgroups: "auto", UIDBase: ProcessUIDBase, UIDCount: ProcessUIDCount,
+			WorkspaceTTL: Duration{2 * time.Hour}, WorkspaceSweepInterval: Duration{ProcessWorkspaceSweepInterval}},
 		Wasm:   defaultWasm(),
 		Skills: defaultSkills(),
 		MCP:    defaultMCP(),

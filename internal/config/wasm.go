@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/execledger/execledger/internal/egress"
 )
 
 // Wasm configures tier A: WebAssembly skill modules run by wazero.
@@ -72,11 +74,21 @@ const maxWasmPages = 65536
 // wasmToolID is a dotted lower-case tool id such as acme.hello.
 var wasmToolID = regexp.MustCompile(`^[a-z0-9][a-z0-9_\-]*(\.[a-z0-9][a-z0-9_\-]*)+$`)
 
+// The [wasm] defaults, which tier A's runner (wasmrun) also takes for a
+// zero field: one set of numbers.
+const (
+	WasmMemoryLimitPages = 1024 // 64 MiB, Palyra's
+	WasmFuelLimit        = 10_000_000
+	WasmMaxInstances     = 256
+	WasmMaxModuleBytes   = 8 << 20
+	WasmTimeout          = 30 * time.Second // Palyra's wall_clock_timeout_ms
+)
+
 func defaultWasm() Wasm {
-	return Wasm{Engine: "auto", MemoryLimitPages: 1024, FuelLimit: 10_000_000, MaxInstances: 256,
-		MaxModuleBytes: 8 << 20, Timeout: Duration{30 * time.Second}, Modules: []WasmModule{},
+	return Wasm{Engine: "auto", MemoryLimitPages: WasmMemoryLimitPages, FuelLimit: WasmFuelLimit, MaxInstances: WasmMaxInstances,
+		MaxModuleBytes: WasmMaxModuleBytes, Timeout: Duration{WasmTimeout}, Modules: []WasmModule{},
 		PolicyHTTPHosts: []string{}, PolicySecrets: []string{}, PolicyStoragePrefixes: []string{}, PolicyChannels: []string{},
-		HTTPPorts: []int{80, 443}, HTTPPrivateRanges: []string{}}
+		HTTPPorts: slices.Clone(egress.DefaultPorts), HTTPPrivateRanges: []string{}}
 }
 
 // normalize makes the modules' relative paths relative to dir, the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/egress"
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/redact"
@@ -25,12 +26,13 @@ import (
 	"github.com/execledger/execledger/ledger"
 )
 
-// Defaults of Config's zero fields.
+// Defaults of Config's zero fields: the configuration's ([process],
+// config.Default).
 const (
-	DefaultOutputLimit = 64 << 10
-	DefaultKillGrace   = 500 * time.Millisecond
-	DefaultUID         = 65534
-	DefaultGID         = 65534
+	DefaultOutputLimit = config.ProcessOutputLimit
+	DefaultKillGrace   = config.ProcessKillGrace
+	DefaultUID         = config.ProcessUID
+	DefaultGID         = config.ProcessGID
 	chunkSize          = 4 << 10
 )
 
@@ -39,10 +41,10 @@ const (
 // tier B it bounds the processes of one run (its own uid), in tier C those
 // of one sandbox.
 var DefaultLimits = procinit.Limits{
-	CPUSeconds: 2,
-	FileSize:   64 << 20,
-	OpenFiles:  256,
-	Processes:  256,
+	CPUSeconds: config.ProcessRlimitCPUSeconds,
+	FileSize:   config.ProcessRlimitFileSize,
+	OpenFiles:  config.ProcessRlimitOpenFiles,
+	Processes:  config.ProcessRlimitProcesses,
 }
 
 // Config configures the tool.

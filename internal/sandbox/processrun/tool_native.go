@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/execledger/execledger/executor"
+	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/procinput"
 	"github.com/execledger/execledger/internal/redact"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
@@ -19,7 +20,7 @@ import (
 )
 
 // Defaults of Config's zero fields.
-const DefaultOutputLimit = 64 << 10
+const DefaultOutputLimit = config.ProcessOutputLimit
 
 // Config configures the tool off Linux, where only tier C runs, under the
 // platform's backend (native.go): foreground calls, no background

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/execledger/execledger/internal/config"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,8 +40,8 @@ import (
 
 // Defaults of the per-run uid range.
 const (
-	DefaultUIDBase  = 200000
-	DefaultUIDCount = 65536
+	DefaultUIDBase  = config.ProcessUIDBase
+	DefaultUIDCount = config.ProcessUIDCount
 )
 
 // ErrNoFreeUID is wrapped by the error of a workspace that cannot get a

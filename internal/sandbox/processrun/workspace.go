@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/execledger/execledger/internal/config"
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 )
@@ -67,7 +68,7 @@ import (
 
 // DefaultSweepInterval is how often workspaces are looked at when
 // WorkspaceConfig.SweepInterval is 0.
-const DefaultSweepInterval = 5 * time.Minute
+const DefaultSweepInterval = config.ProcessWorkspaceSweepInterval
 
 // WorkspaceConfig configures the deletion of idle workspaces.
 type WorkspaceConfig struct {

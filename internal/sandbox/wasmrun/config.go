@@ -8,16 +8,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/redact"
 )
 
-// Defaults of Config's and Module's zero fields.
+// Defaults of Config's and Module's zero fields; those that are
+// configuration keys are the configuration's ([wasm], config.Default).
 const (
-	DefaultMemoryLimitPages = 1024 // 64 MiB, Palyra's
-	DefaultFuelLimit        = 10_000_000
-	DefaultMaxInstances     = 256
-	DefaultMaxModuleBytes   = 8 << 20
-	DefaultTimeout          = 30 * time.Second // Palyra's wall_clock_timeout_ms
+	DefaultMemoryLimitPages = config.WasmMemoryLimitPages
+	DefaultFuelLimit        = config.WasmFuelLimit
+	DefaultMaxInstances     = config.WasmMaxInstances
+	DefaultMaxModuleBytes   = config.WasmMaxModuleBytes
+	DefaultTimeout          = config.WasmTimeout
 	DefaultOutputLimit      = 64 << 10
 	DefaultStderrLimit      = 8 << 10
 	DefaultTableLimit       = 100_000 // elements, Palyra's

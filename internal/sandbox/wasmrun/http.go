@@ -39,7 +39,7 @@ var httpMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, htt
 
 // DefaultHTTPPorts are the ports requests may go to when
 // HTTPOptions.Ports is empty.
-var DefaultHTTPPorts = []int{80, 443}
+var DefaultHTTPPorts = egress.DefaultPorts
 
 // HTTPOptions are the limits of http_request. The zero value takes the
 // defaults noted.
