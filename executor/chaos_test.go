@@ -274,7 +274,9 @@ func TestChaosKillExecutor(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests, %d claimed again after the kill, %d outcome_unknown", n, rescued, unknown)
-	if rescued == 0 {
+	// A request in flight at the kill is either claimed again or, if an
+	// unsafe tool had started, ended outcome_unknown: both are rescue.
+	if rescued+unknown == 0 {
 		t.Error("the kill left nothing in flight: the scenario did not test rescue")
 	}
 }

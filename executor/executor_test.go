@@ -597,8 +597,11 @@ func TestRescue(t *testing.T) {
 // lease keeps its claim while its executor lives.
 func TestHeartbeatKeepsLongCallsClaimed(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *Config) { c.Lease = time.Second })
-	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 2500}})
+	// A call of more than two leases. The lease is a few seconds, not
+	// one: a heartbeat (every third of it) that a loaded machine delays
+	// by a second must not count as a dead executor.
+	e := setup(t, func(c *Config) { c.Lease = 4 * time.Second; c.ToolTimeout = time.Minute })
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 9000}})
 	r := await(t, e.alice, id)
 	if r.State != ledger.StateSucceeded {
 		t.Fatalf("a call longer than its lease: %+v", r)

@@ -27,7 +27,9 @@ func TestReadModelsRebuiltEqualLive(t *testing.T) {
 	unsafe := &flaky{}
 	e := setup(t, func(c *Config) {
 		c.Sensitive = []string{"test.unsafe"}
-		c.ApprovalTimeout = 1500 * time.Millisecond
+		// Long enough that no approval expires before the test decides it,
+		// however loaded the machine; the one meant to expire is made to.
+		c.ApprovalTimeout = 10 * time.Minute
 		c.ToolTimeout = 700 * time.Millisecond
 	}, unsafe)
 	ctx := context.Background()
@@ -81,6 +83,9 @@ func TestReadModelsRebuiltEqualLive(t *testing.T) {
 	}
 	if ok, err := e.alice.Cancel(ctx, awaitingCancel, "changed my mind"); err != nil || !ok {
 		t.Fatal(ok, err)
+	}
+	if _, err := e.db.Pool.Exec(ctx, "UPDATE ledger.queue SET approval_expires_at = clock_timestamp() WHERE id = $1", expired); err != nil {
+		t.Fatal(err)
 	}
 	// A cancel while running.
 	running := add(e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 600}, RunID: "r2"})

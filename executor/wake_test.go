@@ -93,7 +93,7 @@ func TestIdleExecutorWakesEveryTime(t *testing.T) {
 // the new registration, the echo would wait for the sleep to end.
 func TestEveryIdleExecutorWakes(t *testing.T) {
 	t.Parallel()
-	one := func(c *Config) { c.PollInterval, c.Workers, c.ClaimBatch = time.Minute, 1, 1 }
+	one := func(c *Config) { c.PollInterval, c.Workers, c.ClaimBatch, c.ToolTimeout = time.Minute, 1, 1, time.Minute }
 	e := setup(t, one)
 	cfg := Config{Label: "exec-other"}
 	one(&cfg)
@@ -102,9 +102,11 @@ func TestEveryIdleExecutorWakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(t, other)
-	time.Sleep(500 * time.Millisecond) // both idle and registered
-	slow := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 3000}})
-	time.Sleep(500 * time.Millisecond) // one runs it; the other found nothing and registered again
+	waitWaiters(t, e, "both executors idle and registered", 2)
+	slow := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 10000}})
+	waitState(t, e.alice, slow, ledger.StateRunning)
+	// One runs it; the other found nothing and registered again.
+	waitWaiters(t, e, "the idle executor registered again", 1)
 	fast := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "now"}}))
 	s := await(t, e.alice, slow)
 	if fast.State != ledger.StateSucceeded || s.State != ledger.StateSucceeded {
@@ -125,7 +127,7 @@ func TestOpenSubmitTransactionDoesNotStopExecutors(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil) // polls every 200 ms
 	ctx := context.Background()
-	time.Sleep(500 * time.Millisecond) // idle: registered
+	waitWaiters(t, e, "the executor idle and registered", 1)
 	holder, err := e.aliceSQL.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -136,12 +138,30 @@ func TestOpenSubmitTransactionDoesNotStopExecutors(t *testing.T) {
 	}
 	for i := range 4 {
 		id := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "meanwhile"}})
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		r, err := e.alice.Await(actx, id)
 		cancel()
 		if err != nil || r.State != ledger.StateSucceeded {
 			t.Fatalf("request %d while a submit transaction stays open: %+v, %v", i+1, r, err)
 		}
 		time.Sleep(300 * time.Millisecond) // idle again: the executor registers again
+	}
+}
+
+// waitWaiters waits until n executors are registered as waiting for a
+// NOTIFY (ledger.queue_waiters).
+func waitWaiters(t *testing.T, e *env, what string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var got int
+		if err := e.db.Pool.QueryRow(context.Background(), `SELECT count(DISTINCT executor) FROM ledger.queue_waiters`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %d executors registered, want %d", what, got, n)
+		}
 	}
 }
