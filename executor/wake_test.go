@@ -93,7 +93,9 @@ func TestIdleExecutorWakesEveryTime(t *testing.T) {
 // the new registration, the echo would wait for the sleep to end.
 func TestEveryIdleExecutorWakes(t *testing.T) {
 	t.Parallel()
-	one := func(c *Config) { c.PollInterval, c.Workers, c.ClaimBatch, c.ToolTimeout = time.Minute, 1, 1, time.Minute }
+	one := func(c *Config) {
+		c.PollInterval, c.Workers, c.ClaimBatch, c.ToolTimeout = time.Minute, 1, 1, time.Minute
+	}
 	e := setup(t, one)
 	cfg := Config{Label: "exec-other"}
 	one(&cfg)
