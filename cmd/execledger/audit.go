@@ -12,134 +12,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/execledger/execledger/ledger"
+	"github.com/execledger/execledger/internal/audit"
 )
 
-// queryAuditTrail reads ledger.audit_trail as the caller's login, so its
-// row security decides what the caller sees. auditWhere's conditions go
-// between the two; each names an indexed column directly (no "$1 IS NULL
-// OR …"), so a principal and time range is a range scan of
-// audit_trail_principal_time_idx under any plan, generic or custom.
-const (
-	queryAuditTrail = `SELECT position, tx_id::text, recorded_at, kind, event_type, request_id, principal, tool,
-       run_id, attempt, decision, stage, reason_code, determining_policies, policy_digest, approver,
-       state, tier, error_kind, resources, output_bytes, attestation_digest, attestation_position,
-       request_position
-FROM ledger.audit_trail`
-	queryAuditOrder = ` ORDER BY recorded_at, position`
-)
-
-// auditFilter is what audit's flags select; zero fields select everything.
-type auditFilter struct {
-	principal, tool string
-	since, until    time.Time // [since, until)
-	request         uuid.UUID
-	limit           int // 0: no limit
-}
-
-// auditQuery is the statement and arguments for f. It asks for one row
-// more than the limit, so the caller can tell that more rows match.
-func auditQuery(f auditFilter) (string, []any) {
-	var conds []string
-	var args []any
-	add := func(cond string, arg any) {
-		args = append(args, arg)
-		conds = append(conds, fmt.Sprintf(cond, len(args)))
-	}
-	if f.principal != "" {
-		add("principal = $%d", f.principal)
-	}
-	if f.tool != "" {
-		add("tool = $%d", f.tool)
-	}
-	if !f.since.IsZero() {
-		add("recorded_at >= $%d", f.since)
-	}
-	if !f.until.IsZero() {
-		add("recorded_at < $%d", f.until)
-	}
-	if f.request != uuid.Nil {
-		add("request_id = $%d", f.request)
-	}
-	q := queryAuditTrail
-	if len(conds) > 0 {
-		q += "\nWHERE " + strings.Join(conds, " AND ")
-	}
-	q += queryAuditOrder
-	if f.limit > 0 {
-		args = append(args, f.limit+1)
-		q += fmt.Sprintf(" LIMIT $%d", len(args))
-	}
-	return q, args
-}
-
-// auditRow is one row of ledger.audit_trail; in --json, one line.
-type auditRow struct {
-	Position            int64           `json:"position"`
-	TxID                string          `json:"tx_id"`
-	RecordedAt          time.Time       `json:"recorded_at"`
-	Kind                string          `json:"kind"` // decision or outcome
-	EventType           string          `json:"event_type"`
-	RequestID           uuid.UUID       `json:"request_id"`
-	Principal           string          `json:"principal"`
-	Tool                string          `json:"tool"`
-	RunID               *string         `json:"run_id"`
-	Attempt             *int32          `json:"attempt"`
-	Decision            *string         `json:"decision"`
-	Stage               *string         `json:"stage"`
-	ReasonCode          *string         `json:"reason_code"`
-	DeterminingPolicies []string        `json:"determining_policies"`
-	PolicyDigest        *string         `json:"policy_digest"`
-	Approver            *string         `json:"approver"`
-	State               *string         `json:"state"`
-	Tier                *string         `json:"tier"`
-	ErrorKind           *string         `json:"error_kind"`
-	Resources           json.RawMessage `json:"resources"`
-	OutputBytes         *int64          `json:"output_bytes"`
-	AttestationDigest   *string         `json:"attestation_digest"`
-	AttestationPosition *int64          `json:"attestation_position"`
-	RequestPosition     int64           `json:"request_position"`
-}
-
-func scanAuditRow(row pgx.CollectableRow) (auditRow, error) {
-	var r auditRow
-	err := row.Scan(&r.Position, &r.TxID, &r.RecordedAt, &r.Kind, &r.EventType, &r.RequestID, &r.Principal, &r.Tool,
-		&r.RunID, &r.Attempt, &r.Decision, &r.Stage, &r.ReasonCode, &r.DeterminingPolicies, &r.PolicyDigest, &r.Approver,
-		&r.State, &r.Tier, &r.ErrorKind, &r.Resources, &r.OutputBytes, &r.AttestationDigest, &r.AttestationPosition,
-		&r.RequestPosition)
-	return r, err
-}
-
-// eachAuditRow calls fn with each row f selects, in order, as they arrive,
-// and reports whether more rows match than f's limit.
-func eachAuditRow(ctx context.Context, db ledger.DBTX, f auditFilter, fn func(auditRow) error) (more bool, err error) {
-	q, args := auditQuery(f)
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return false, fmt.Errorf("audit trail: %w", err)
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		if n++; f.limit > 0 && n > f.limit {
-			return true, nil
-		}
-		r, err := scanAuditRow(rows)
-		if err != nil {
-			return false, fmt.Errorf("audit trail: %w", err)
-		}
-		if err := fn(r); err != nil {
-			return false, err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("audit trail: %w", err)
-	}
-	return false, nil
-}
+// audit reads the audit trail (internal/audit) with the filter its flags
+// make, and prints the rows as a table or JSON lines.
 
 func newAuditCmd(e *env) *cobra.Command {
 	var principal, tool, since, until, request string
@@ -176,14 +55,14 @@ shows it: auditors and admins every row, a submitter its own principal's.
 	return cmd
 }
 
-func runAudit(ctx context.Context, e *env, f auditFilter) error {
+func runAudit(ctx context.Context, e *env, f audit.Filter) error {
 	_, pool, err := e.connect(ctx, e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
 	p := newAuditPrinter(e.io.out, e.json)
-	more, err := eachAuditRow(ctx, pool, f, p.row)
+	more, err := audit.Each(ctx, pool, f, p.row)
 	if err == nil {
 		err = p.flush()
 	}
@@ -191,26 +70,26 @@ func runAudit(ctx context.Context, e *env, f auditFilter) error {
 		return fail(exitError, "%v", err)
 	}
 	if more {
-		fmt.Fprintf(e.io.err, "execledger: audit: the first %d rows; more match (raise --limit, or narrow --since/--until)\n", f.limit)
+		fmt.Fprintf(e.io.err, "execledger: audit: the first %d rows; more match (raise --limit, or narrow --since/--until)\n", f.Limit)
 	}
 	return nil
 }
 
 // auditFlags checks audit's flags and makes its filter; times relative to now.
-func auditFlags(now time.Time, principal, tool, since, until, request string, limit int) (auditFilter, error) {
-	f := auditFilter{principal: principal, tool: tool, limit: limit}
+func auditFlags(now time.Time, principal, tool, since, until, request string, limit int) (audit.Filter, error) {
+	f := audit.Filter{Principal: principal, Tool: tool, Limit: limit}
 	var err error
-	if f.since, err = parseTimeFlag(since, now); err != nil {
+	if f.Since, err = parseTimeFlag(since, now); err != nil {
 		return f, fmt.Errorf("--since: %w", err)
 	}
-	if f.until, err = parseTimeFlag(until, now); err != nil {
+	if f.Until, err = parseTimeFlag(until, now); err != nil {
 		return f, fmt.Errorf("--until: %w", err)
 	}
-	if !f.since.IsZero() && !f.until.IsZero() && !f.since.Before(f.until) {
-		return f, fmt.Errorf("--since %s is not before --until %s", f.since.Format(time.RFC3339), f.until.Format(time.RFC3339))
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return f, fmt.Errorf("--since %s is not before --until %s", f.Since.Format(time.RFC3339), f.Until.Format(time.RFC3339))
 	}
 	if request != "" {
-		if f.request, err = uuid.Parse(request); err != nil {
+		if f.Request, err = uuid.Parse(request); err != nil {
 			return f, fmt.Errorf("--request: %q is not a request id (a UUID)", request)
 		}
 	}
@@ -265,7 +144,7 @@ func newAuditPrinter(w io.Writer, asJSON bool) *auditPrinter {
 	return &auditPrinter{tw: tw}
 }
 
-func (p *auditPrinter) row(r auditRow) error {
+func (p *auditPrinter) row(r audit.Row) error {
 	if p.enc != nil {
 		return p.enc.Encode(r)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,14 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/execledger/execledger/internal/contract"
-
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/execledger/execledger/internal/readmodel"
 	"github.com/execledger/execledger/ledger"
 )
 
@@ -174,72 +170,6 @@ it show says so and prints the rest.`,
 	return cmd
 }
 
-// decision is one row of the audit trail about the request.
-type decision struct {
-	Time                time.Time `json:"recorded_at"`
-	Kind                string    `json:"kind"`
-	Event               string    `json:"event_type"`
-	Attempt             *int      `json:"attempt"`
-	Decision            *string   `json:"decision"`
-	Stage               *string   `json:"stage"`
-	ReasonCode          *string   `json:"reason_code"`
-	DeterminingPolicies []string  `json:"determining_policies"`
-	PolicyDigest        *string   `json:"policy_digest"`
-	Approver            *string   `json:"approver"`
-	State               *string   `json:"state"`
-	ErrorKind           *string   `json:"error_kind"`
-}
-
-// trailEvent is one event of the request's stream.
-type trailEvent struct {
-	Version    int64           `json:"version"`
-	Type       string          `json:"type"`
-	RecordedAt time.Time       `json:"recorded_at"`
-	Position   int64           `json:"position"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Payload    json.RawMessage `json:"payload"`
-	// Leaf is the event's leaf in the Merkle log; absent while it is not
-	// sealed yet.
-	Leaf *int64 `json:"leaf,omitempty"`
-}
-
-// unsealedView is an event of the stream that is below the sealed horizon
-// and no leaf: a forgery, shown apart and never as part of the record.
-type unsealedView struct {
-	Version  int64  `json:"version"`
-	Type     string `json:"type"`
-	Position int64  `json:"position"`
-	Reason   string `json:"reason"`
-}
-
-// attestationView is what show tells of the request's newest attestation.
-type attestationView struct {
-	Digest string `json:"digest"`
-	KeyID  string `json:"keyid,omitempty"`
-	// Statement is the in-toto statement the envelope signs; Envelope the
-	// DSSE envelope itself, byte for byte, for execledger verify.
-	Statement json.RawMessage `json:"statement,omitempty"`
-	Envelope  json.RawMessage `json:"envelope,omitempty"`
-}
-
-// described is requests show's JSON.
-type described struct {
-	Request     *ledger.Request  `json:"request"`
-	Decisions   []decision       `json:"decisions"`
-	Events      []trailEvent     `json:"events"`
-	Attestation *attestationView `json:"attestation"`
-	// Unsealed are the stream's events that the Merkle log passed without
-	// sealing (fault unsealed_event): not in Events, not the record.
-	Unsealed []unsealedView `json:"unsealed_events,omitempty"`
-	// LogUnreadable says why the events and the attestation's statement
-	// are missing: the login may not read the log.
-	LogUnreadable string `json:"log_unreadable,omitempty"`
-}
-
-const queryRequestDecisions = `SELECT recorded_at, kind, event_type, attempt, decision, stage, reason_code,
-       determining_policies, policy_digest, approver, state, error_kind
-FROM ledger.audit_trail WHERE request_id = $1 ORDER BY position, kind`
-
 func runRequestsShow(ctx context.Context, e *env, id uuid.UUID, envelope string) error {
 	return withClient(ctx, e, func(client *ledger.Client, pool *pgxpool.Pool) error {
 		return showRequest(ctx, e, client, pool, id, envelope)
@@ -247,27 +177,13 @@ func runRequestsShow(ctx context.Context, e *env, id uuid.UUID, envelope string)
 }
 
 func showRequest(ctx context.Context, e *env, client *ledger.Client, pool *pgxpool.Pool, id uuid.UUID, envelope string) error {
-	r, err := client.Get(ctx, id)
+	d, err := readmodel.Describe(ctx, client, pool, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return fail(exitNotFound, "no request %s (or none this login may see)", id)
 	}
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
-	d := described{Request: r, Decisions: []decision{}, Events: []trailEvent{}}
-	if d.Decisions, err = readDecisions(ctx, pool, id); err != nil {
-		return fail(exitError, "%v", err)
-	}
-	d.Events, d.Unsealed, err = readTrail(ctx, pool, id)
-	var pe *pgconn.PgError
-	switch {
-	case errors.As(err, &pe) && pe.Code == "42501":
-		d.LogUnreadable = "this login may not read the log (ledger_auditor, ledger_executor or ledger_admin may)"
-		d.Events = []trailEvent{}
-	case err != nil:
-		return fail(exitError, "read the events of %s: %v", id, err)
-	}
-	d.Attestation = newestAttestation(r, d.Events)
 	if envelope != "" {
 		if d.Attestation == nil || d.Attestation.Envelope == nil {
 			return fail(exitNotFound, "request %s has no attestation this login may read", id)
@@ -282,83 +198,7 @@ func showRequest(ctx context.Context, e *env, client *ledger.Client, pool *pgxpo
 	return printDescribed(e.io.out, d)
 }
 
-func readDecisions(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) ([]decision, error) {
-	rows, err := pool.Query(ctx, queryRequestDecisions, id)
-	if err != nil {
-		return nil, fmt.Errorf("read the audit trail: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (decision, error) {
-		var d decision
-		err := row.Scan(&d.Time, &d.Kind, &d.Event, &d.Attempt, &d.Decision, &d.Stage, &d.ReasonCode,
-			&d.DeterminingPolicies, &d.PolicyDigest, &d.Approver, &d.State, &d.ErrorKind)
-		return d, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the audit trail: %w", err)
-	}
-	if out == nil {
-		out = []decision{}
-	}
-	return out, nil
-}
-
-// maxTrail bounds the events show reads: a request's stream is short
-// (ten-odd events), unless a tool recorded many (at most 1,000 a call).
-const maxTrail = 5000
-
-// readTrail reads the request's stream: its events as the record, and
-// apart from them those that are below the sealed horizon but no leaf.
-func readTrail(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) ([]trailEvent, []unsealedView, error) {
-	evs, err := ledger.ReadStreamSealed(ctx, pool, contract.RequestStream(id.String()), 0, maxTrail)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := make([]trailEvent, 0, len(evs))
-	var unsealed []unsealedView
-	for _, ev := range evs {
-		if ev.Unsealed != "" {
-			unsealed = append(unsealed, unsealedView{Version: ev.Version, Type: ev.Type, Position: ev.Position, Reason: ev.Unsealed})
-			continue
-		}
-		out = append(out, trailEvent{Version: ev.Version, Type: ev.Type, RecordedAt: ev.RecordedAt, Position: ev.Position,
-			Metadata: ev.Metadata, Payload: ev.Payload, Leaf: ev.Leaf})
-	}
-	return out, unsealed, nil
-}
-
-// newestAttestation reads the last attestation.signed event's envelope: its
-// key id and statement (the DSSE payload). Without the log it is the
-// digest alone, from the request row.
-func newestAttestation(r *ledger.Request, evs []trailEvent) *attestationView {
-	if r.AttestationDigest == nil {
-		return nil
-	}
-	a := &attestationView{Digest: *r.AttestationDigest}
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type != "attestation.signed" {
-			continue
-		}
-		// The event's payload: the key id and the DSSE envelope, as text.
-		var p struct {
-			KeyID    string `json:"key_id"`
-			Envelope string `json:"envelope"`
-		}
-		var env struct {
-			Payload string `json:"payload"`
-		}
-		if json.Unmarshal(evs[i].Payload, &p) != nil || json.Unmarshal([]byte(p.Envelope), &env) != nil {
-			break
-		}
-		a.KeyID, a.Envelope = p.KeyID, json.RawMessage(p.Envelope)
-		if st, err := base64.StdEncoding.DecodeString(env.Payload); err == nil && json.Valid(st) {
-			a.Statement = st
-		}
-		break
-	}
-	return a
-}
-
-func printDescribed(w io.Writer, d described) error {
+func printDescribed(w io.Writer, d readmodel.Description) error {
 	r := d.Request
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	fmt.Fprintf(tw, "ID:\t%s\n", r.ID)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/readmodel"
 	"github.com/execledger/execledger/internal/testdb"
 	"github.com/execledger/execledger/ledger"
 )
@@ -173,7 +174,7 @@ func TestRequestsListShowApproveDenyCancel(t *testing.T) {
 		}
 	}
 	r = execute(t, e.auditor, "", "requests", "show", approveMe.String(), "--json")
-	var d described
+	var d readmodel.Description
 	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &d) != nil || d.Request.ID != approveMe || len(d.Events) < 8 ||
 		d.Attestation == nil || d.Attestation.Statement == nil || d.LogUnreadable != "" {
 		t.Fatalf("show --json: %+v", r)

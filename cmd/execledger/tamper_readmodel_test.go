@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/execledger/execledger/internal/bundle"
+	"github.com/execledger/execledger/internal/readmodel"
 	"github.com/execledger/execledger/ledger"
 	"github.com/execledger/execledger/projector"
 )
@@ -121,8 +122,8 @@ OVERRIDING SYSTEM VALUE VALUES ($1, $2::text::xid8, $3, $4, 'approval.granted', 
 		t.Fatalf("requests show: %+v", r)
 	}
 	var d struct {
-		Events   []trailEvent   `json:"events"`
-		Unsealed []unsealedView `json:"unsealed_events"`
+		Events   []readmodel.TrailEvent `json:"events"`
+		Unsealed []readmodel.Unsealed   `json:"unsealed_events"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/replay"
 )
 
 // otherAnswerModule compiles a skill that returns 43 into dir as
@@ -64,7 +65,7 @@ func TestVerifyReplay(t *testing.T) {
 	}
 	t.Logf("verify --replay:\n%s", r.stdout)
 	r = execute(t, environ, "", "verify", "--replay", id, "--config", cfg, "--json")
-	var rep replayReport
+	var rep replay.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != exitOK || !rep.OK || rep.FuelUsed.Recorded == nil ||
 		*rep.FuelUsed.Recorded <= 0 || rep.OutputDigest.Recorded != rep.OutputDigest.Replayed {
 		t.Errorf("verify --replay --json: %v %+v", err, r)
@@ -105,39 +106,5 @@ func TestVerifyReplay(t *testing.T) {
 	}
 	if r = execute(t, environ, "", "verify", "--config", cfg); r.code != exitUsage {
 		t.Errorf("verify without --replay: %+v", r)
-	}
-}
-
-// TestReplayableRefuses checks which attested calls verify --replay
-// refuses to run again.
-func TestReplayableRefuses(t *testing.T) {
-	t.Parallel()
-	ok := func() attest.Execution {
-		return attest.Execution{Tool: "acme.answer", Tier: "A", Executor: "sandbox_tier_a", Decision: attest.DecisionAllow,
-			Enforcement: map[string]any{"module_digest": "sha256:ab", "capabilities": map[string]any{"http": []any{}, "secret": []any{}}}}
-	}
-	if err := replayable(ok()); err != nil {
-		t.Fatalf("a deterministic call: %v", err)
-	}
-	for _, tc := range []struct {
-		name string
-		edit func(*attest.Execution)
-		want string
-	}{
-		{"tier B", func(p *attest.Execution) { p.Tier, p.Executor = "B", "sandbox_tier_b" }, "only tier A calls"},
-		{"plugin.run", func(p *attest.Execution) { p.Tool = "plugin.run" }, "only registered skills"},
-		{"denied", func(p *attest.Execution) { p.Decision, p.DecisionReason = attest.DecisionDeny, "no_policy" }, "never ran"},
-		{"timed out", func(p *attest.Execution) { p.TimedOut, p.ErrorKind = true, "timed_out" }, "wall clock"},
-		{"cancelled", func(p *attest.Execution) { p.ErrorKind = "cancelled" }, "cancellation"},
-		{"no module", func(p *attest.Execution) { delete(p.Enforcement, "module_digest") }, "no module_digest"},
-		{"secret", func(p *attest.Execution) {
-			p.Enforcement["capabilities"] = map[string]any{"secret": []any{"token"}}
-		}, "granted secret capabilities [token]"},
-	} {
-		p := ok()
-		tc.edit(&p)
-		if err := replayable(p); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
-		}
 	}
 }
