@@ -24,6 +24,7 @@ func TestReadAndStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
+	db.ForgesEvents() // the recorded request is written by hand, not by a writer
 	store := ledger.NewStore(db.Pool)
 	id := uuid.New()
 	appendTo := func(id uuid.UUID, typ string, payload map[string]any) {
