@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/execledger/execledger/internal/contract"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -70,17 +71,17 @@ func sqlError(op string, err error) error {
 	}
 	var kind error
 	switch pgErr.Code {
-	case "22004", "22023", "22P02", "23514":
+	case contract.SQLStateNullNotAllowed, contract.SQLStateInvalidParameter, contract.SQLStateInvalidText, contract.SQLStateCheckViolation:
 		kind = ErrInvalidInput
-	case "54000":
+	case contract.SQLStateProgramLimit:
 		kind = ErrInputTooLarge
-	case "42501":
+	case contract.SQLStateInsufficientPriv:
 		kind = ErrNotPermitted
-	case "23505":
+	case contract.SQLStateUniqueViolation:
 		kind = ErrIdempotencyConflict
-	case "P0002":
+	case contract.SQLStateNoDataFound:
 		kind = ErrNotFound
-	case "55000":
+	case contract.SQLStateWrongState:
 		kind = ErrWrongState
 	default:
 		return fmt.Errorf("ledger: %s: %w", op, err)
@@ -91,6 +92,6 @@ func sqlError(op string, err error) error {
 // IsRetryable reports whether err is a serialization failure or deadlock
 // (SQLSTATE 40001, 40P01): the transaction may succeed if run again.
 func IsRetryable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+	code := contract.SQLState(err)
+	return code == contract.SQLStateSerializationFailure || code == contract.SQLStateDeadlockDetected
 }

@@ -245,3 +245,22 @@ func sameSet(a, b []string) bool {
 	sort.Strings(b)
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
+
+// TestSQLRaisesContractErrors: every condition a definition raises is in
+// the contract's API error table.
+func TestSQLRaisesContractErrors(t *testing.T) {
+	t.Parallel()
+	errcode := regexp.MustCompile(`ERRCODE\s*=\s*'([A-Za-z0-9_]+)'`)
+	n := 0
+	for path, text := range definitionFiles(t) {
+		for _, m := range errcode.FindAllStringSubmatch(text, -1) {
+			n++
+			if _, ok := contract.APIErrorCode(m[1]); !ok {
+				t.Errorf("%s raises %s, which is not in contract.APIErrors", path, m[1])
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no ERRCODE found in the definitions: the scan is broken")
+	}
+}
