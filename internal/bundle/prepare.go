@@ -14,7 +14,7 @@ const requestPrefix = contract.RequestPrefix
 
 // Event types the request checks read.
 const (
-	typeRequested   = "tool.requested"
+	typeRequested   = "tool.requested" // the types are internal/contract's
 	typeDecided     = "policy.decided"
 	typeApprovalNo  = "approval.denied"
 	typeFinished    = "execution.finished"

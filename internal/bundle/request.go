@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"github.com/execledger/execledger/internal/attest"
+	"github.com/execledger/execledger/internal/contract"
 )
 
 // request is what the verifier remembers of a request stream.
@@ -86,14 +87,14 @@ func (r *request) settle(e *Event, p *payloadFacts) {
 		}
 		r.errorKind = kind()
 	case typeApprovalNo:
-		r.errorKind = "approval_denied"
+		r.errorKind = contract.KindApprovalDenied
 	case typeFinished:
-		r.errorKind, r.success = kind(), p.State == "succeeded"
+		r.errorKind, r.success = kind(), p.State == contract.StateSucceeded
 		if string(p.Output) != "null" {
 			r.output = p.Output
 		}
 	case typeCancelled:
-		r.errorKind = "cancelled"
+		r.errorKind = contract.KindCancelled
 	case typeLeaseExpiry:
 		switch {
 		case p.Action == "requeued":
@@ -101,9 +102,9 @@ func (r *request) settle(e *Event, p *payloadFacts) {
 		case kind() != "":
 			r.errorKind = kind()
 		case p.Action == "cancelled":
-			r.errorKind = "cancelled"
+			r.errorKind = contract.KindCancelled
 		default:
-			r.errorKind = "outcome_unknown"
+			r.errorKind = contract.KindOutcomeUnknown
 		}
 	default:
 		return
