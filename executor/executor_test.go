@@ -83,7 +83,10 @@ func setup(t *testing.T, mutate func(*Config), extra ...Tool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Label: "exec-test", Lease: 2 * time.Second, PollInterval: 200 * time.Millisecond,
+	// A lease of 5 s: heartbeats every third of it keep it from expiring
+	// under an executor that lives, even when the machine is busy; the
+	// rescue tests expire their ghosts' leases at once.
+	cfg := Config{Label: "exec-test", Lease: 5 * time.Second, PollInterval: 200 * time.Millisecond,
 		RescueInterval: 100 * time.Millisecond, ShutdownGrace: 2 * time.Second, ToolTimeout: 10 * time.Second}
 	if mutate != nil {
 		mutate(&cfg)
@@ -559,7 +562,8 @@ func TestCancelledPendingRequestIsAttested(t *testing.T) {
 // running call is stopped and its outcome recorded.
 func TestShutdownStopsAndRecordsRunningCalls(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *Config) { c.ShutdownGrace = 300 * time.Millisecond })
+	// A grace of 3 s leaves the 100 ms call time to end on a busy machine.
+	e := setup(t, func(c *Config) { c.ShutdownGrace = 3 * time.Second })
 	quick := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 100}})
 	long := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 20000}})
 	waitState(t, e.alice, long, ledger.StateRunning)
@@ -642,11 +646,12 @@ func TestRescue(t *testing.T) {
 }
 
 // TestHeartbeatKeepsLongCallsClaimed: a call that runs longer than its
-// lease keeps its claim while its executor lives.
+// lease keeps its claim while its executor lives. The lease is 3 s, so a
+// heartbeat (every second) may be up to 2 s late on a busy machine.
 func TestHeartbeatKeepsLongCallsClaimed(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *Config) { c.Lease = time.Second })
-	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 2500}})
+	e := setup(t, func(c *Config) { c.Lease = 3 * time.Second })
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 7000}})
 	r := await(t, e.alice, id)
 	if r.State != ledger.StateSucceeded {
 		t.Fatalf("a call longer than its lease: %+v", r)
@@ -658,7 +663,7 @@ func TestHeartbeatKeepsLongCallsClaimed(t *testing.T) {
 
 func TestExecutorsNeverShareAClaim(t *testing.T) {
 	t.Parallel()
-	// Leases longer than setup's 2 s: on a loaded machine a claim of 64
+	// Leases longer than setup's 5 s: on a loaded machine a claim of 64
 	// signed requests can outlast that, and a request rescued from a lease
 	// that expired is rightly claimed again, which is not what is counted.
 	e := setup(t, func(c *Config) { c.Lease = 30 * time.Second })
