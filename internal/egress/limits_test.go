@@ -126,9 +126,10 @@ func TestRequestHeadMustArriveWithinIdleTimeout(t *testing.T) {
 	b := setup(t, setupOpts{cfg: func(c *Config) { c.IdleTimeout = 150 * time.Millisecond }})
 	c := b.dial(t)
 	io.WriteString(c, "GET http://api.allowed.test/ HTTP/1.1\r\nX-Slow: ")
-	if _, err := io.ReadAll(c); err != nil {
-		t.Fatal(err)
-	}
+	// The read only waits for the proxy to close: a busy machine may have
+	// it close with the head's bytes unread, which resets the connection.
+	// The record says why it ended.
+	_, _ = io.ReadAll(c)
 	rec := b.next(t)
 	if rec.Reason != ReasonBadRequest || rec.End != EndIdleTimeout {
 		t.Errorf("record %+v", rec)
