@@ -114,8 +114,8 @@ func (c *child) terminate(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s exited: %v", c.label, err)
 		}
-	case <-time.After(30 * time.Second):
-		t.Errorf("%s did not stop on SIGTERM", c.label)
+	case <-time.After(waitLong):
+		t.Errorf("%s did not stop within %s of its SIGTERM", c.label, waitLong)
 	}
 }
 
@@ -142,21 +142,31 @@ func (k chaosKit) journalCounts(t *testing.T) map[uuid.UUID]int {
 	return counts
 }
 
-func waitAllFinal(t *testing.T, pool *pgxpool.Pool, n int, within time.Duration) {
+// waitAllFinal waits until the n requests are recorded and final, for as
+// long as they keep ending (waitProgress).
+func waitAllFinal(t *testing.T, pool *pgxpool.Pool, n int) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	waitProgress(t, fmt.Sprintf("of %d requests not final", n), func() int {
 		var final, total int
 		err := pool.QueryRow(context.Background(),
 			"SELECT count(*) FILTER (WHERE finished_at IS NOT NULL), count(*) FROM ledger.request_status").Scan(&final, &total)
-		if err == nil && total == n && final == n {
-			return
+		if err != nil {
+			t.Logf("count final requests: %v", err) // a connection lost to a restart: ask again
+			return n
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %d of %d requests final (%d recorded, err %v)", within, final, n, total, err)
+		if total != n {
+			t.Fatalf("%d requests recorded, want %d", total, n)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return n - final
+	})
+}
+
+// waitFinished waits until at least n requests are final.
+func waitFinished(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	waitProgress(t, fmt.Sprintf("requests to end before the first %d are final", n), func() int {
+		return max(0, n-finishedCount(t, pool))
+	})
 }
 
 func finishedCount(t *testing.T, pool *pgxpool.Pool) int {
@@ -241,12 +251,10 @@ func TestChaosKillExecutor(t *testing.T) {
 		}
 	}
 	a := k.startChild(t, db.URL, "exec-a")
-	for finishedCount(t, db.Pool) < n/4 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFinished(t, db.Pool, n/4)
 	a.kill9(t)
 	b := k.startChild(t, db.URL, "exec-b")
-	waitAllFinal(t, db.Pool, n, 3*time.Minute)
+	waitAllFinal(t, db.Pool, n)
 	b.terminate(t)
 
 	ran := k.journalCounts(t)
@@ -299,7 +307,7 @@ func TestChaosTwoExecutorProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitAllFinal(t, db.Pool, n, 3*time.Minute)
+	waitAllFinal(t, db.Pool, n)
 	a.terminate(t)
 	b.terminate(t)
 	ran := k.journalCounts(t)
@@ -337,9 +345,7 @@ func TestChaosGracefulStop(t *testing.T) {
 	}
 	a := k.startChild(t, db.URL, "exec-a", "CHAOS_LEASE=1m")
 	b := k.startChild(t, db.URL, "exec-b", "CHAOS_LEASE=1m")
-	for finishedCount(t, db.Pool) < n/3 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFinished(t, db.Pool, n/3)
 	a.terminate(t)
 	var held, claimedByA int
 	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM ledger.queue WHERE claimed_by = 'exec-a'),
@@ -349,7 +355,7 @@ func TestChaosGracefulStop(t *testing.T) {
 	if held != 0 {
 		t.Errorf("exec-a exited on SIGTERM still holding %d claims", held)
 	}
-	waitAllFinal(t, db.Pool, n, 3*time.Minute)
+	waitAllFinal(t, db.Pool, n)
 	b.terminate(t)
 	ran := k.journalCounts(t)
 	stopped := 0
@@ -421,7 +427,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 			p = ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "restart"}}
 		}
 		p.IdempotencyKey = fmt.Sprint("k", i)
-		deadline := time.Now().Add(time.Minute)
+		deadline := time.Now().Add(waitLong)
 		for {
 			_, err := client.Submit(ctx, p)
 			if err == nil {
@@ -445,7 +451,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 		}
 		submit(i)
 	}
-	waitAllFinal(t, pool, n, 3*time.Minute)
+	waitAllFinal(t, pool, n)
 	exec.terminate(t)
 	var rescued int
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM ledger.events WHERE type = 'lease.expired'").Scan(&rescued); err != nil {

@@ -64,6 +64,11 @@ func (f *flaky) Run(ctx context.Context, c Call) Result {
 	return Result{Output: json.RawMessage(`{"ran":true}`)}
 }
 
+// waitLong bounds every wait for something the tests expect to happen: a
+// hang fails the test, but a machine busy with other work (CI runs these
+// beside other jobs) only makes it slower.
+const waitLong = 2 * time.Minute
+
 func setup(t *testing.T, mutate func(*Config), extra ...Tool) *env {
 	t.Helper()
 	db := testdb.New(t)
@@ -78,7 +83,10 @@ func setup(t *testing.T, mutate func(*Config), extra ...Tool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Label: "exec-test", Lease: 2 * time.Second, PollInterval: 200 * time.Millisecond,
+	// A lease of 5 s: heartbeats every third of it keep it from expiring
+	// under an executor that lives, even when the machine is busy; the
+	// rescue tests expire their ghosts' leases at once.
+	cfg := Config{Label: "exec-test", Lease: 5 * time.Second, PollInterval: 200 * time.Millisecond,
 		RescueInterval: 100 * time.Millisecond, ShutdownGrace: 2 * time.Second, ToolTimeout: 10 * time.Second}
 	if mutate != nil {
 		mutate(&cfg)
@@ -121,8 +129,8 @@ func (e *env) start(t *testing.T, x *Executor) func() {
 			if err != nil {
 				t.Errorf("executor: %v", err)
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("executor did not stop within 30s")
+		case <-time.After(waitLong):
+			t.Errorf("executor did not stop within %s", waitLong)
 		}
 	}
 	t.Cleanup(stop)
@@ -131,7 +139,7 @@ func (e *env) start(t *testing.T, x *Executor) func() {
 
 func await(t *testing.T, c *ledger.Client, id uuid.UUID) *ledger.Request {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	r, err := c.Await(ctx, id)
 	if err != nil {
@@ -439,7 +447,7 @@ func TestApprovalExpires(t *testing.T) {
 
 func waitState(t *testing.T, c *ledger.Client, id uuid.UUID, want ledger.State) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		r, err := c.Get(context.Background(), id)
 		if err != nil {
@@ -457,7 +465,7 @@ func waitState(t *testing.T, c *ledger.Client, id uuid.UUID, want ledger.State) 
 
 func waitAttested(t *testing.T, e *env, id uuid.UUID) *ledger.Request {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		r, err := e.alice.Get(context.Background(), id)
 		if err != nil {
@@ -474,26 +482,69 @@ func waitAttested(t *testing.T, e *env, id uuid.UUID) *ledger.Request {
 	}
 }
 
-func TestCancelRunningStopsWithinASecond(t *testing.T) {
+// blocker is a tool with no natural end: it runs until its context ends,
+// tells entered when it starts and records why it was stopped.
+type blocker struct {
+	entered chan struct{}
+	cause   chan error
+}
+
+func newBlocker() *blocker {
+	return &blocker{entered: make(chan struct{}, 1), cause: make(chan error, 1)}
+}
+
+func (*blocker) Name() string                               { return "test.block" }
+func (*blocker) Executor() string                           { return "builtin" }
+func (*blocker) Tier() string                               { return "builtin" }
+func (*blocker) SafeToRepeat() bool                         { return true }
+func (*blocker) Prepare(context.Context, Call) (any, error) { return nil, nil }
+func (b *blocker) Run(ctx context.Context, c Call) Result {
+	b.entered <- struct{}{}
+	<-ctx.Done()
+	b.cause <- context.Cause(ctx)
+	return interrupted(ctx, "test.block")
+}
+
+// TestCancelStopsARunningCall: ledger.cancel of a running request stops
+// its call (the tool sees its context cancelled, for that reason) and the
+// request ends cancelled. The call has no natural end and the tool timeout
+// is far away, so nothing but the cancellation can end it; how fast that
+// is belongs to BenchmarkCancelRunning, not to a test on a busy machine.
+func TestCancelStopsARunningCall(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
-	id := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 20000}})
-	waitState(t, e.alice, id, ledger.StateRunning)
-	start := time.Now()
+	b := newBlocker()
+	e := setup(t, func(c *Config) { c.ToolTimeout = time.Hour }, b)
+	id := submit(t, e.alice, ledger.SubmitParams{Tool: "test.block", Input: map[string]any{}})
+	waitEntered(t, b.entered)
 	if ok, err := e.alice.Cancel(context.Background(), id, "stop"); err != nil || !ok {
 		t.Fatal(ok, err)
+	}
+	select {
+	case cause := <-b.cause:
+		if !errors.Is(cause, errCancelled) {
+			t.Fatalf("the call was stopped by %v, not by the cancellation", cause)
+		}
+	case <-time.After(waitLong):
+		t.Fatalf("the call was still running %s after ledger.cancel", waitLong)
 	}
 	r := await(t, e.alice, id)
 	if r.State != ledger.StateCancelled || *r.ErrorKind != ledger.KindCancelled {
 		t.Fatalf("cancelled running request: %+v", r)
 	}
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("cancellation took %s", took)
-	}
 	if got := types(e.events(t, id)); !strings.HasSuffix(got, "execution.finished request.cancelled attestation.signed") {
 		t.Errorf("events: %s", got)
 	}
 	e.verifyAttestation(t, r)
+}
+
+// waitEntered waits for a tool to report that a call has begun.
+func waitEntered(t *testing.T, entered <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-entered:
+	case <-time.After(waitLong):
+		t.Fatalf("no call of the tool began within %s of its submission", waitLong)
+	}
 }
 
 func TestCancelledPendingRequestIsAttested(t *testing.T) {
@@ -511,7 +562,8 @@ func TestCancelledPendingRequestIsAttested(t *testing.T) {
 // running call is stopped and its outcome recorded.
 func TestShutdownStopsAndRecordsRunningCalls(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *Config) { c.ShutdownGrace = 300 * time.Millisecond })
+	// A grace of 3 s leaves the 100 ms call time to end on a busy machine.
+	e := setup(t, func(c *Config) { c.ShutdownGrace = 3 * time.Second })
 	quick := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 100}})
 	long := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 20000}})
 	waitState(t, e.alice, long, ledger.StateRunning)
@@ -594,7 +646,8 @@ func TestRescue(t *testing.T) {
 }
 
 // TestHeartbeatKeepsLongCallsClaimed: a call that runs longer than its
-// lease keeps its claim while its executor lives.
+// lease keeps its claim while its executor lives. The lease is 3 s, so a
+// heartbeat (every second) may be up to 2 s late on a busy machine.
 func TestHeartbeatKeepsLongCallsClaimed(t *testing.T) {
 	t.Parallel()
 	// A call of more than two leases. The lease is a few seconds, not
@@ -613,7 +666,7 @@ func TestHeartbeatKeepsLongCallsClaimed(t *testing.T) {
 
 func TestExecutorsNeverShareAClaim(t *testing.T) {
 	t.Parallel()
-	// Leases longer than setup's 2 s: on a loaded machine a claim of 64
+	// Leases longer than setup's 5 s: on a loaded machine a claim of 64
 	// signed requests can outlast that, and a request rescued from a lease
 	// that expired is rightly claimed again, which is not what is counted.
 	e := setup(t, func(c *Config) { c.Lease = 30 * time.Second })

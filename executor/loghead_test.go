@@ -40,7 +40,7 @@ func TestAttestationsNameTheNewestCheckpoint(t *testing.T) {
 
 	first := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "one"}})
 	await(t, e.alice, first)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		if _, err := ledger.NewestCheckpoint(ctx, e.db.Pool, false); err == nil {
 			break

@@ -139,7 +139,7 @@ func TestReadModelsRebuiltEqualLive(t *testing.T) {
 	engCtx, stopEngine := context.WithCancel(ctx)
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(engCtx) }()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		st, err := eng.Status(ctx)
 		if err != nil {

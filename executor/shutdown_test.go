@@ -63,13 +63,13 @@ FROM pg_locks WHERE locktype = 'advisory' AND objid = $1`, commitHoldKey).Scan(&
 	return waiting, all
 }
 
-// waitUntil polls cond until it holds, failing the test after a minute.
+// waitUntil polls cond until it holds, failing the test after waitLong.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(waitLong)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
+			t.Fatalf("waited %s for %s", waitLong, what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -51,7 +51,7 @@ func tracedSetup(t *testing.T, mutate func(*Config)) (*env, *tracetest.InMemoryE
 // spans that carry its request id, by name.
 func requestSpans(t *testing.T, exp *tracetest.InMemoryExporter, id uuid.UUID) map[string]tracetest.SpanStub {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		out := map[string]tracetest.SpanStub{}
 		for _, s := range exp.GetSpans() {

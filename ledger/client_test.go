@@ -392,7 +392,7 @@ func TestAwait(t *testing.T) {
 		if r == nil || r.State != StateCancelled {
 			t.Fatalf("await returned %+v", r)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("Await did not return after the request was cancelled")
 	}
 
@@ -429,7 +429,9 @@ func TestAwaitSurvivesLostNotifications(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Long enough for many re-reads on a busy machine: a bound for a wait
+	// that never ends.
+	deadline, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	r, err := s.alice.Await(deadline, id)
 	if err != nil || r.State != StateSucceeded || string(r.Output) != `{"text": "x"}` {
@@ -469,7 +471,7 @@ func TestLegacyDoneIDs(t *testing.T) {
 		if _, err := alice.Exec(ctx, `SELECT ledger.cancel($1::uuid)`, id); err != nil {
 			t.Fatal(err)
 		}
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		n, err := conn.WaitForNotification(wctx)
 		if err != nil {

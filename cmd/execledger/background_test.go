@@ -140,7 +140,7 @@ func TestBackgroundProcessesSurviveNoExecutorCrash(t *testing.T) {
 			if req["state"] != "succeeded" || handle == "" {
 				t.Fatalf("background start: %v\n%s", req, out)
 			}
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(2 * time.Minute)
 			for len(survivorsOf(marker)) == 0 || len(survivorsOf(escapee)) == 0 {
 				if time.Now().After(deadline) {
 					t.Fatalf("the background process is not running: %v %v", survivorsOf(marker), survivorsOf(escapee))
@@ -151,7 +151,7 @@ func TestBackgroundProcessesSurviveNoExecutorCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = child.Wait()
-			deadline = time.Now().Add(5 * time.Second)
+			deadline = time.Now().Add(2 * time.Minute)
 			for len(survivorsOf(marker)) > 0 {
 				if time.Now().After(deadline) {
 					t.Fatalf("the background process outlived its executor: %v", survivorsOf(marker))
@@ -165,7 +165,7 @@ func TestBackgroundProcessesSurviveNoExecutorCrash(t *testing.T) {
 
 			// The next executor on this host accounts for it.
 			startCommand(t, environ, "serve")
-			deadline = time.Now().Add(30 * time.Second)
+			deadline = time.Now().Add(2 * time.Minute)
 			for {
 				if err := db.Pool.QueryRow(context.Background(), "SELECT state FROM ledger.processes WHERE handle = $1", handle).Scan(&state); err != nil {
 					t.Fatal(err)
@@ -183,7 +183,7 @@ func TestBackgroundProcessesSurviveNoExecutorCrash(t *testing.T) {
 			}
 			// Tier C's pid namespace took the escapee with it; in tier B the
 			// next executor's sweep of the dead one's cgroup leaves did.
-			deadline = time.Now().Add(10 * time.Second)
+			deadline = time.Now().Add(2 * time.Minute)
 			for len(survivorsOf(escapee)) > 0 {
 				if time.Now().After(deadline) {
 					t.Fatalf("a setsid'd descendant of the background process survived its executor and the next one: %v", survivorsOf(escapee))

@@ -64,8 +64,8 @@ func startCommand(t testing.TB, environ []string, args ...string) (stop func() i
 			cancel()
 			select {
 			case code = <-done:
-			case <-time.After(30 * time.Second):
-				t.Errorf("%v did not stop within 30s", args)
+			case <-time.After(2 * time.Minute):
+				t.Errorf("%v did not stop within 2 minutes", args)
 			}
 		})
 		return code

@@ -30,7 +30,9 @@ func goSkill(t *testing.T, dir, name string) string {
 		t.Fatalf("the go command is needed to build the %s skill: %v", name, err)
 	}
 	out := filepath.Join(dir, name+".wasm")
-	cmd := exec.Command(goTool, "build", "-o", out, "./testdata/skills/"+name)
+	// -trimpath: without it the module embeds the checkout's path, and a
+	// fresh clone elsewhere misses wazero's cache (keyed by the bytes).
+	cmd := exec.Command(goTool, "build", "-trimpath", "-o", out, "./testdata/skills/"+name)
 	cmd.Dir = filepath.Join("..", "..")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {

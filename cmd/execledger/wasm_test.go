@@ -280,43 +280,50 @@ path = "loop.wasm"
 sha256 = "` + digest + `"
 timeout = "60s"
 fuel_limit = 200000000
+
+[[wasm.modules]]
+tool = "acme.loop_long"
+path = "loop.wasm"
+sha256 = "` + digest + `"
+timeout = "1h"
+fuel_limit = 9000000000000000000
 `
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stop, out := startCommand(t, environ, "serve", "--config", cfg)
-	// A bound, not a benchmark: generous for a loaded machine.
-	const slack = 20 * time.Second
-
-	start := time.Now()
-	r := submitJSON(t, db, "acme.loop", `{}`, "r-timeout")
-	if r["state"] != "failed" || r["error_kind"] != "timed_out" || time.Since(start) > 2*time.Second+slack {
-		t.Fatalf("a 2 s call looping on random_get, after %s: %v\n%s", time.Since(start), r, out)
+	// Each call below loops for ever unless its timeout, its fuel, a
+	// cancellation or the shutdown stops it: that it ends at all, in the
+	// way asked, is what is checked. waitFinal's bound only catches a call
+	// that does not end; how soon they end belongs to the benchmarks.
+	id := submitNoWait(t, db, "acme.loop", "r-timeout")
+	if state, kind := waitFinal(t, db, id); state != "failed" || kind != "timed_out" {
+		t.Fatalf("a 2 s call looping on random_get: %s %s\n%s", state, kind, out)
 	}
-	r = submitJSON(t, db, "acme.loop_fuel", `{}`, "r-fuel")
+	r := submitJSON(t, db, "acme.loop_fuel", `{}`, "r-fuel")
 	if r["state"] != "failed" || r["error_kind"] != "quota_exceeded" {
 		t.Fatalf("a call looping on random_get with 2e8 fuel: %v", r)
 	}
 
 	ctx := context.Background()
-	id := submitNoWait(t, db, "acme.loop", "r-cancel")
+	// acme.loop_long has an hour's timeout and no fuel to speak of:
+	// nothing else can end it first, however busy the machine.
+	id = submitNoWait(t, db, "acme.loop_long", "r-cancel")
 	waitRequestState(t, db, id, "running")
-	start = time.Now()
 	if _, err := db.Pool.Exec(ctx, "SELECT ledger.cancel($1)", id); err != nil {
 		t.Fatal(err)
 	}
-	if state, kind := waitFinal(t, db, id); state != "cancelled" || kind != "cancelled" || time.Since(start) > slack {
-		t.Fatalf("ledger.cancel of a call looping on random_get: %s %s after %s", state, kind, time.Since(start))
+	if state, kind := waitFinal(t, db, id); state != "cancelled" || kind != "cancelled" {
+		t.Fatalf("ledger.cancel of a call looping on random_get: %s %s", state, kind)
 	}
 
 	// The executor's shutdown stops it too, and serve exits.
-	id = submitNoWait(t, db, "acme.loop", "r-shutdown")
+	id = submitNoWait(t, db, "acme.loop_long", "r-shutdown")
 	waitRequestState(t, db, id, "running")
-	start = time.Now()
-	if code := stop(); code != exitOK || time.Since(start) > slack {
-		t.Fatalf("serve exited %d after %s with a call looping on random_get: %s", code, time.Since(start), out)
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exited %d with a call looping on random_get: %s", code, out)
 	}
-	if state, kind := waitFinal(t, db, id); state != "cancelled" && kind != "timed_out" {
+	if state, kind := waitFinal(t, db, id); state != "cancelled" || kind != "cancelled" {
 		t.Fatalf("the call serve stopped: %s %s", state, kind)
 	}
 }
@@ -334,7 +341,7 @@ func submitNoWait(t *testing.T, db *testdb.DB, tool, run string) string {
 // waitRequestState waits until request id is in state.
 func waitRequestState(t *testing.T, db *testdb.DB, id, state string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var got string
 		if err := db.Pool.QueryRow(context.Background(), "SELECT state FROM ledger.requests WHERE id = $1", id).Scan(&got); err != nil {
@@ -354,7 +361,7 @@ func waitRequestState(t *testing.T, db *testdb.DB, id, state string) {
 // error kind.
 func waitFinal(t *testing.T, db *testdb.DB, id string) (state, kind string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var k *string
 		if err := db.Pool.QueryRow(context.Background(), "SELECT state, error_kind FROM ledger.requests WHERE id = $1", id).Scan(&state, &k); err != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -29,11 +30,13 @@ func TestRun(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			var progress strings.Builder
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			// The bounds catch a hang; a busy machine only makes the
+			// run slower (the window waits for a first completion).
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
 			r, err := Run(ctx, Config{AdminURL: testdb.AdminURL(), Mode: mode, System: system, N: 300,
 				Duration: 2 * time.Second, Submitters: 4, Workers: 16, Interval: 500 * time.Millisecond,
-				Stall: 30 * time.Second, Progress: &progress})
+				Stall: 2 * time.Minute, Progress: &progress})
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, progress.String())
 			}
@@ -72,8 +75,11 @@ func checkSummary(t *testing.T, mode string, s *Summary) {
 	if mode == ModeBurndown && (s.Requests != 300 || s.Completed != 300) {
 		t.Errorf("%s: requests %d, completed %d, want 300", s.System, s.Requests, s.Completed)
 	}
-	if mode == ModeContinuous && (s.Requests == 0 || s.Completed == 0 || s.Completed > s.Requests) {
-		t.Errorf("%s: requests %d, completed %d in the window", s.System, s.Requests, s.Completed)
+	// How much a window of 2 s holds depends on the machine; that the
+	// figures agree with each other does not.
+	if mode == ModeContinuous && (s.Requests == 0 || s.Completed == 0 || s.Completed > s.Requests || s.Seconds < 2 ||
+		math.Abs(s.PerSecond-float64(s.Completed)/s.Seconds) > 1e-6*s.PerSecond) {
+		t.Errorf("%s: requests %d, completed %d in the window of %vs, %v/s", s.System, s.Requests, s.Completed, s.Seconds, s.PerSecond)
 	}
 	if s.States[s.SuccessState] != s.Requests || s.Latency.Count != s.Requests {
 		t.Errorf("%s: %d requests, states %v, latency over %d", s.System, s.Requests, s.States, s.Latency.Count)
@@ -138,12 +144,12 @@ func TestConfigValidate(t *testing.T) {
 // system is slow, which this machine may be).
 func TestOfferedRate(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var progress strings.Builder
 	r, err := Run(ctx, Config{AdminURL: testdb.AdminURL(), Mode: ModeContinuous, System: SystemExecledger,
 		Duration: 2 * time.Second, Rate: 40, Submitters: 4, Workers: 8, Interval: 500 * time.Millisecond,
-		Stall: 30 * time.Second, Progress: &progress})
+		Stall: 2 * time.Minute, Progress: &progress})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, progress.String())
 	}

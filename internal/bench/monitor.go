@@ -38,8 +38,10 @@ func newMonitor(t target, cfg Config, start time.Time, exited <-chan struct{}, i
 }
 
 // until polls until deadline or, when deadline is zero, until no request
-// is left, and returns when it saw that. It fails when nothing completes
-// for the stall time.
+// is left, and returns when it saw that. A window (deadline set) stays
+// open past its deadline until a request has completed: a throughput of
+// nothing, from a start slower than the window, measures nothing. It
+// fails when nothing completes for the stall time.
 func (m *monitor) until(ctx context.Context, deadline time.Time) (time.Time, error) {
 	drain := deadline.IsZero()
 	for {
@@ -47,7 +49,7 @@ func (m *monitor) until(ctx context.Context, deadline time.Time) (time.Time, err
 			return time.Time{}, err
 		}
 		now := time.Now()
-		done := (drain && m.depth == 0) || (!drain && !now.Before(deadline))
+		done := (drain && m.depth == 0) || (!drain && !now.Before(deadline) && m.completed > 0)
 		if done || !now.Before(m.nextLine) {
 			m.line(now)
 		}
@@ -60,8 +62,10 @@ func (m *monitor) until(ctx context.Context, deadline time.Time) (time.Time, err
 		wait := m.nextLine.Sub(now)
 		if drain {
 			wait = min(wait, m.drainPoll(now))
-		} else {
+		} else if now.Before(deadline) {
 			wait = min(wait, deadline.Sub(now))
+		} else {
+			wait = min(wait, 20*time.Millisecond) // past the deadline, waiting for a first completion
 		}
 		if err := m.sleep(ctx, wait); err != nil {
 			return time.Time{}, err

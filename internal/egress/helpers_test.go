@@ -25,7 +25,10 @@ import (
 // non-loopback address (tests that "reach" public or private addresses use
 // in-memory pipes instead).
 
-const waitTimeout = 5 * time.Second
+// waitTimeout bounds every wait for what a test expects (a record, a
+// reply, Serve returning): a hang fails the test, a machine busy with
+// other work only makes it slower.
+const waitTimeout = 2 * time.Minute
 
 var (
 	loopback = netip.MustParseAddr("127.0.0.1")

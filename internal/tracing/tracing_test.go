@@ -134,7 +134,7 @@ func TestTracePool(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent.End()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var child bool
 		for _, s := range exp.GetSpans() {

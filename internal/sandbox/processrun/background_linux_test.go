@@ -43,7 +43,7 @@ func newBackgroundTool(t *testing.T, tier string, pol procinput.Policy, mod ...f
 		c.KillGrace = 200 * time.Millisecond
 	}}, mod...)...)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 		defer cancel()
 		if err := e.tool.Close(ctx); err != nil {
 			t.Error(err)
@@ -100,7 +100,7 @@ func status(t *testing.T, e *bgEnv, tool executor.Tool, principal, runID string,
 // waitEnded waits until h's row is no longer running and returns it.
 func waitEnded(t *testing.T, e *bgEnv, runID string, h uuid.UUID) processStatus {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		s, res := status(t, e, e.tool.StatusTool(), "alice", runID, h)
 		if res.ErrorKind != "" {
@@ -319,7 +319,7 @@ func TestBackgroundEndingAtOnceIsAForegroundCall(t *testing.T) {
 func TestBackgroundCloseStopsAndRecords(t *testing.T) {
 	e := newBackgroundTool(t, "B", procinput.Policy{AllowedExecutables: []string{"sleep"}})
 	out := startBackground(t, e, "r", `{"command":"sleep","args":["3401"],"background":true}`)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	if err := e.tool.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -402,10 +402,10 @@ VALUES ($1, 'alice', 'r', $2, 'run_owned', 'B', 'sleep', $3, $6, $4, $5, now(), 
 	t.Cleanup(func() { _ = tool.Close(context.Background()) })
 	select {
 	case <-waited:
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitLong):
 		t.Fatal("the orphan was not killed")
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		var states []string
 		if err := db.Pool.QueryRow(ctx, `SELECT array_agg(state || ':' || coalesce(end_reason, '') ORDER BY handle) FROM ledger.processes`).Scan(&states); err != nil {
@@ -453,7 +453,7 @@ func TestBackgroundStrictEgressRecordsConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := startBackground(t, e, "r-net", `{"command":"sh","args":["bg.sh"],"requested_egress_hosts":["api.allowed.test"],"background":true}`)
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		types := streamTypes(t, e, out.Handle)
 		if strings.Count(strings.Join(types, " "), "egress.connection") == 2 {

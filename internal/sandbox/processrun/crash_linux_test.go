@@ -186,7 +186,7 @@ func TestTierCSandboxesDieWithTheirExecutor(t *testing.T) {
 		}
 		// Every executor's long sleeps run, and the churn goes on around
 		// them.
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(waitLong)
 		for len(tbPids("sleep\x00"+s.Long)) < 2*crashExecutors {
 			if time.Now().After(deadline) {
 				t.Fatalf("round %d: the long sleeps did not start: %v", round, uidProcesses(s.UID))
@@ -225,7 +225,7 @@ func TestTierCSandboxesDieWithTheirExecutor(t *testing.T) {
 	t.Logf("the executors' sweeps killed %d processes of dead executors; the last one swept %d leaves of %d and killed %d",
 		stuck, len(orphans), len(owners), killed)
 	// Killed processes may take a moment to go; nothing may stay.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		left := uidProcesses(s.UID)
 		if len(left) == 0 {
@@ -278,8 +278,8 @@ func startCrashExecutor(t *testing.T, spec []byte, logs *sync.Map, label string,
 		if _, err := fmt.Sscanf(line, "ready %d\n", swept); err != nil {
 			t.Fatalf("executor %s did not start: %q", label, line)
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("executor %s did not start within a minute", label)
+	case <-time.After(waitLong):
+		t.Fatalf("executor %s did not start within %s", label, waitLong)
 	}
 	return cmd
 }

@@ -56,8 +56,9 @@ const (
 	e2eCedar     = `permit (principal == Principal::"alice", action == Action::"tool.execute", resource == Tool::"process.run");`
 	// nobody is tier C's uid inside the sandbox (processrun's default).
 	nobody = processrun.DefaultUID
-	// awaitLimit bounds how long a request may take to become final.
-	awaitLimit = 60 * time.Second
+	// awaitLimit bounds how long a request may take to become final: a
+	// hang bound, long enough for a machine busy with other work.
+	awaitLimit = 2 * time.Minute
 )
 
 var e2eTiers = []string{"B", "C"}
@@ -148,8 +149,8 @@ func newLedgerEnv(t *testing.T, tier string, cfg envConfig) *ledgerEnv {
 			if err != nil {
 				t.Errorf("executor: %v", err)
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("executor did not stop within 30s")
+		case <-time.After(2 * time.Minute):
+			t.Error("executor did not stop within 2 minutes")
 		}
 	})
 	return &ledgerEnv{tier: tier, root: root, submitter: sub.Pool, auditor: aud.Pool, pub: pub}
@@ -496,11 +497,11 @@ func procsWith(m string) []string {
 
 // noSurvivors fails t if a process with one of the markers is alive once
 // the request is final. A process the kernel is still tearing down at that
-// moment may linger for milliseconds; one still there a second later
-// outlived its request.
+// moment may linger (for seconds, on a busy machine); one still there
+// 30 s later outlived its request.
 func noSurvivors(t *testing.T, markers ...string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var left []string
 		for _, m := range markers {

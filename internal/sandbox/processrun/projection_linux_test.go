@@ -51,7 +51,7 @@ func TestProcessesRebuildEqualsLive(t *testing.T) {
 	wantEnds(t, e.db, "ended:lifetime_expired", "ended:orphaned", "ended:run_ended", "ended:stopped", "lost:lost", "running:")
 	checkRebuild(t, e.db)
 
-	closeCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	closeCtx, cancel := context.WithTimeout(ctx, waitLong)
 	defer cancel()
 	if err := e.tool.Close(closeCtx); err != nil {
 		t.Fatal(err)

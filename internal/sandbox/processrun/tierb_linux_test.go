@@ -87,7 +87,7 @@ func tbPids(marker string) []int {
 // it.
 func tbWaitPid(t *testing.T, marker string) int {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		if p := tbPids("sleep\x00" + marker); len(p) == 1 {
 			return p[0]
@@ -188,7 +188,7 @@ func TestTierBInitKilled(t *testing.T) {
 			var res executor.Result
 			select {
 			case res = <-done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(waitLong):
 				t.Fatal("the call did not end after its init was killed")
 			}
 			if res.ErrorKind != ledger.KindRuntimeFailure || decode(t, res).Signal != int(syscall.SIGKILL) {

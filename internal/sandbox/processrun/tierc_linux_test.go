@@ -46,7 +46,11 @@ func shCall(t *testing.T, tool *Tool, runID, script string) executor.Result {
 	if err := os.WriteFile(filepath.Join(ws, "script.sh"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return tool.Run(context.Background(), call(runID, input(t, "sh", "script.sh")))
+	// A hang bound: a script that does not end (a limit not enforced) ends
+	// timed_out after waitLong.
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	return tool.Run(ctx, call(runID, input(t, "sh", "script.sh")))
 }
 
 var interpreters = procinput.Policy{AllowedExecutables: []string{"*"}, AllowInterpreters: true}
@@ -86,7 +90,6 @@ func TestTierCLimitsVisible(t *testing.T) {
 func TestTierCCPULimitKillsBurner(t *testing.T) {
 	t.Parallel()
 	tool := newTool(t, "C", interpreters, func(c *Config) { c.Limits = procinit.Limits{CPUSeconds: 1} })
-	start := time.Now()
 	res := shCall(t, tool, "run-1", "exec sha256sum /dev/zero\n")
 	// The init reports the signal; bubblewrap alone reported 128+signal
 	// as an exit status.
@@ -102,9 +105,6 @@ func TestTierCCPULimitKillsBurner(t *testing.T) {
 	// time.
 	if o.DurationMS < 900 {
 		t.Errorf("killed after %d ms, want about 1 s", o.DurationMS)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %s", d)
 	}
 }
 
@@ -471,7 +471,7 @@ func TestTierCStrictEgressReachesAllowlistedHost(t *testing.T) {
 			if got != want {
 				t.Errorf("server saw %s, want %s", got, want)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(waitLong):
 			t.Fatal("the server saw no request")
 		}
 	}

@@ -548,7 +548,7 @@ func TestWorkspaceSweepRunsPeriodically(t *testing.T) {
 	t.Parallel()
 	e := newWorkspaceEnv(t, "C", func(c *Config) { c.Workspaces.SweepInterval = 50 * time.Millisecond })
 	ws := e.idleRun(t, "periodic", 2*testTTL)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for exists(t, ws) {
 		if time.Now().After(deadline) {
 			t.Fatal("the periodic sweep did not delete the idle workspace")

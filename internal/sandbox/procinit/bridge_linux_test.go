@@ -53,7 +53,7 @@ func TestBridgeRelaysTargetToSocket(t *testing.T) {
 		fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nbridged\n")
 	}()
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	spec := Spec{Path: curl, Args: []string{"-sS", "--max-time", "5", "http://example.test/x"},
+	spec := Spec{Path: curl, Args: []string{"-sS", "--max-time", "120", "http://example.test/x"},
 		Env: []string{"http_proxy=http://" + listen}, Bridge: &Bridge{Listen: listen, Socket: sock}}
 	r := runInit(t, spec)
 	if r.code != 0 || r.stdout != "bridged\n" {
@@ -64,7 +64,7 @@ func TestBridgeRelaysTargetToSocket(t *testing.T) {
 		if s != "GET http://example.test/x" {
 			t.Errorf("proxy socket saw %q", s)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitLong):
 		t.Fatal("the proxy socket saw no request")
 	}
 	if c, err := net.DialTimeout("tcp", listen, time.Second); err == nil {

@@ -65,7 +65,7 @@ func TestLifelineKillsTreeWhenLauncherGoes(t *testing.T) {
 	t.Parallel()
 	m := marker()
 	launcher, wait := startWithLifeline(t, sh(fmt.Sprintf(`(setsid sleep %s &); sleep %s & wait`, m, m)), false)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for len(running(m)) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("target did not start its children")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -122,10 +123,14 @@ func running(m string) []string {
 	return pids
 }
 
-// gone waits up to 2 s for every process with marker m to end.
+// waitLong bounds the waits for what the tests expect to happen: long
+// enough for a machine busy with other work, short of the go test timeout.
+const waitLong = 2 * time.Minute
+
+// gone waits (up to waitLong) for every process with marker m to end.
 func gone(t *testing.T, m string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for len(running(m)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("processes with marker %s survive: %v", m, running(m))
@@ -212,12 +217,29 @@ func TestLimitsVisibleInTarget(t *testing.T) {
 	}
 }
 
+// TestCPULimitKillsBusyLoop: RLIMIT_CPU stops a loop that never ends by
+// itself. A busy machine gives the loop its second of CPU later, so the
+// wait is bounded by waitLong only to catch a limit that is not enforced.
 func TestCPULimitKillsBusyLoop(t *testing.T) {
 	t.Parallel()
 	spec := sh("while :; do :; done")
 	spec.Limits.CPUSeconds = 1
-	begin := time.Now()
-	r := runInit(t, spec)
+	wait, signal := start(t, spec)
+	ended := make(chan struct{})
+	var timedOut atomic.Bool
+	go func() {
+		select {
+		case <-ended:
+		case <-time.After(waitLong):
+			timedOut.Store(true)
+			signal(syscall.SIGKILL)
+		}
+	}()
+	r := wait()
+	close(ended)
+	if timedOut.Load() {
+		t.Fatalf("the loop was still running %s after it started, with a CPU limit of 1 s (usage %+v)", waitLong, r.usage)
+	}
 	if r.usage.Signal != int(syscall.SIGXCPU) && r.usage.Signal != int(syscall.SIGKILL) {
 		t.Fatalf("signal %d, want SIGXCPU or SIGKILL (exit %d, stderr %q)", r.usage.Signal, r.code, r.stderr)
 	}
@@ -234,9 +256,6 @@ func TestCPULimitKillsBusyLoop(t *testing.T) {
 	// The loop is the target itself: its own time is all of it.
 	if r.usage.TargetCPUMS < 500 || r.usage.TargetCPUMS > r.usage.CPUUserMS+r.usage.CPUSysMS+1 {
 		t.Errorf("usage %+v: the target's own CPU time is not the loop's", r.usage)
-	}
-	if d := time.Since(begin); d > 10*time.Second {
-		t.Errorf("took %v", d)
 	}
 }
 
@@ -356,7 +375,7 @@ func TestSIGTERMEndsTree(t *testing.T) {
 	t.Parallel()
 	m := marker()
 	wait, signal := start(t, sh(fmt.Sprintf(`(setsid sleep %s &); sleep %s & wait`, m, m)))
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for len(running(m)) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("target did not start its children")

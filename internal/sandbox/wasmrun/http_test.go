@@ -260,7 +260,7 @@ func TestHTTPRequestLimits(t *testing.T) {
 	if n, _ := sc.do(10_000, request("GET", srv.URL+"/slow", "", nil)); n != capTimeout {
 		t.Errorf("slow: %d", n)
 	}
-	if d := time.Since(began); d > 30*time.Second {
+	if d := time.Since(began); d > 2*time.Minute {
 		t.Errorf("slow took %v", d)
 	}
 	if u := sc.lastUse(); u["outcome"] != "timed_out" {
@@ -274,7 +274,7 @@ func TestHTTPRequestLimits(t *testing.T) {
 	if n, _ := long.do(10_000, request("GET", srv.URL+"/slow", "", nil)); n != capTimeout {
 		t.Errorf("slow past the call's deadline: %d", n)
 	}
-	if d := time.Since(began); d > 30*time.Second {
+	if d := time.Since(began); d > 2*time.Minute {
 		t.Errorf("slow past the call's deadline took %v", d)
 	}
 	n, out := c.do(10_000, request("GET", srv.URL+"/redirect", "", nil))

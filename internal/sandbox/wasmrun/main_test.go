@@ -104,7 +104,9 @@ func echoWasm(tb testing.TB) []byte {
 			return nil, fmt.Errorf("the go command is needed to build the echo skill: %w", err)
 		}
 		out := filepath.Join(buildDir, "echo-go.wasm")
-		cmd := exec.Command(goTool, "build", "-o", out, "./testdata/echo")
+		// -trimpath: the bytes, and so wazero's cache key, do not depend
+		// on where the repository is checked out.
+		cmd := exec.Command(goTool, "build", "-trimpath", "-o", out, "./testdata/echo")
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("building the echo skill: %w\n%s", err, msg)

@@ -22,7 +22,9 @@ func buildGoProgram(t testing.TB) []byte {
 		t.Fatalf("go not found: %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "goprog.wasm")
-	cmd := exec.Command(goTool, "build", "-o", out, "main.go")
+	// -trimpath: the bytes, and so wazero's cache key, do not depend on
+	// where the repository is checked out.
+	cmd := exec.Command(goTool, "build", "-trimpath", "-o", out, "main.go")
 	cmd.Dir = filepath.Join("testdata", "goprog")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

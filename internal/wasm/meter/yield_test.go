@@ -236,16 +236,16 @@ func TestYieldCancelsAndPreempts(t *testing.T) {
 		go func() { runtime.GC(); close(gc) }()
 		select {
 		case <-gc:
-		case <-time.After(5 * time.Second):
-			t.Errorf("%s: the garbage collector could not stop the world in 5 s", e.name)
+		case <-time.After(2 * time.Minute): // without yields: never
+			t.Errorf("%s: the garbage collector could not stop the world in 2 minutes", e.name)
 		}
 		select {
 		case err := <-done:
 			if err == nil || !strings.Contains(err.Error(), "unreachable") {
 				t.Errorf("%s: spin ended with %v, want the unreachable trap", e.name, err)
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: spin still running 10 s after its deadline", e.name)
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("%s: spin still running 2 minutes after its deadline", e.name)
 		}
 		cancel()
 		if left, _ := Fuel(mod); left < 0 {
