@@ -369,7 +369,9 @@ func TestMCPApprovalProgressCancelAndFailure(t *testing.T) {
 	}
 	done := make(chan callResult, 1)
 	go func() {
-		p := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 10}}
+		// Long enough for several progress looks (every 200 ms) while it
+		// runs, within the 2 s tool timeout: a 10 ms call can end between two.
+		p := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 1500}}
 		p.SetProgressToken("p1")
 		res, err := cs.CallTool(ctx, p)
 		done <- callResult{res, err}

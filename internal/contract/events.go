@@ -79,13 +79,16 @@ var Events = []Event{
 	// What a tool's call records, on its request's stream (channel.message
 	// on its channel's).
 	{Type: "egress.connection", Stream: RequestPrefix, Writers: []string{"internal/sandbox/processrun/egress.go"}, Request: true, ToolRecorded: true,
-		Required: []string{"host", "allowed", "bytes_up", "bytes_down"}},
+		Required: []string{"host", "port", "method", "address", "allowed", "reason", "end", "bytes_up", "bytes_down",
+			"duration_ms", "started_at"},
+		Optional: []string{"detail"}},
 	{Type: "capability.used", Stream: RequestPrefix, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
 		Required: []string{"class", "name", "handle", "outcome"}, Optional: []string{"bytes", "status", "key"}},
 	{Type: "channel.published", Stream: RequestPrefix, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
 		Required: []string{"channel", "bytes", "sha256", "redacted"}},
 	{Type: "channel.message", Stream: ChannelPrefix, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
-		Required: []string{"channel", "message"}},
+		// message when it is JSON, else message_base64.
+		Required: []string{"channel"}, Optional: []string{"message", "message_base64"}},
 	// Runs.
 	{Type: "run.budget_set", Stream: RunPrefix, Writers: []string{sqlAPI + "set_run_budget.sql"},
 		Required: []string{"principal", "run_id", "max_calls"}},
