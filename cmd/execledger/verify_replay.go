@@ -65,7 +65,7 @@ func runReplay(ctx context.Context, e *env, replay, cfgPath, pubPath string, asJ
 	if err != nil {
 		return fail(exitUsage, "%q is not a request id (a UUID)", replay)
 	}
-	cfg, pool, err := e.connect(ctx, cfgPath)
+	cfg, pool, err := e.connectReader(ctx, cfgPath)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
