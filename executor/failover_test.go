@@ -66,94 +66,85 @@ func TestChaosFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := k.startChild(t, writerURL, "exec-a", "CHAOS_NOTE_KEY="+noteKey)
-	b := k.startChild(t, writerURL, "exec-b", "CHAOS_NOTE_KEY="+noteKey)
-
 	w := &failoverWitness{key: logKey, pool: pool}
 	witnessCtx, stopWitness := context.WithCancel(ctx)
 	witnessDone := make(chan struct{})
 	go func() { defer close(witnessDone); w.run(witnessCtx) }()
 	defer func() { stopWitness(); <-witnessDone }()
 
-	// Submitters: four goroutines take the requests in turn; each submit
-	// is retried (same idempotency key) until it returns an id.
+	// Submitters: four goroutines take requests from..to in turn; each
+	// submit is retried (same idempotency key) until it returns an id.
 	client := ledger.NewClient(pool)
 	defer client.Close()
 	acked := make([]uuid.UUID, n)
-	var next, failedSubmits atomic.Int64
-	var wg sync.WaitGroup
-	killAt := int64(n / 2)
-	killed := make(chan struct{})
-	var killOnce sync.Once
-	var finalAtKill int
-	var killTime time.Time
+	var failedSubmits atomic.Int64
 	deadline := time.Now().Add(patienceFor(t))
-	for range 4 {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					return
-				}
-				if i > killAt {
-					<-killed // the rest are submitted during and after the failover
-				}
-				if i == killAt {
-					killOnce.Do(func() {
-						// While requests run: a third of those submitted
-						// are final, and the witness has accepted a
-						// checkpoint.
-						for finishedCountQuiet(pool) < int(killAt)/3 || !w.accepted(1) {
-							if time.Now().After(deadline) {
-								t.Error("no request final and no checkpoint accepted before the kill")
-								break
-							}
-							time.Sleep(20 * time.Millisecond)
+	submit := func(from, to int) {
+		var next atomic.Int64
+		next.Store(int64(from))
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < to; i = int(next.Add(1) - 1) {
+					p := mixedInput(i)
+					p.IdempotencyKey = fmt.Sprint("k", i)
+					for {
+						id, err := client.Submit(ctx, p)
+						if err == nil {
+							acked[i] = id
+							break
 						}
-						finalAtKill = finishedCountQuiet(pool)
-						killTime = time.Now()
-						if err := pair.Primary.Kill(); err != nil {
-							t.Error(err)
+						failedSubmits.Add(1)
+						if time.Now().After(deadline) {
+							t.Errorf("submit %d: %v", i, err)
+							return
 						}
-						close(killed)
-						go func() {
-							// The HA manager's part: promote the standby,
-							// once a submitter has found no primary (so
-							// that the outage is one the submitters see).
-							for failedSubmits.Load() == 0 && time.Now().Before(deadline) {
-								time.Sleep(10 * time.Millisecond)
-							}
-							pctx, cancel := context.WithTimeout(ctx, patienceFor(t))
-							defer cancel()
-							if err := pair.Standby.Promote(pctx); err != nil {
-								t.Error(err)
-							}
-						}()
-					})
-				}
-				p := mixedInput(int(i))
-				p.IdempotencyKey = fmt.Sprint("k", i)
-				for {
-					id, err := client.Submit(ctx, p)
-					if err == nil {
-						acked[i] = id
-						break
+						time.Sleep(50 * time.Millisecond)
 					}
-					failedSubmits.Add(1)
-					if time.Now().After(deadline) {
-						t.Errorf("submit %d: %v", i, err)
-						return
-					}
-					time.Sleep(50 * time.Millisecond)
 				}
-			}
-		})
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
 	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
+	// The first half is submitted before the executors start, so that
+	// many are in flight at the kill whatever the machine's load.
+	killAt := n / 2
+	submit(0, killAt)
+	a := k.startChild(t, writerURL, "exec-a", "CHAOS_NOTE_KEY="+noteKey)
+	b := k.startChild(t, writerURL, "exec-b", "CHAOS_NOTE_KEY="+noteKey)
+	// The kill, while requests run: a third of those submitted are final,
+	// and the witness has accepted a checkpoint.
+	for finishedCountQuiet(pool) < killAt/3 || !w.accepted(1) {
+		if time.Now().After(deadline) {
+			t.Fatal("no request final and no checkpoint accepted before the kill")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	<-killed
+	finalAtKill := finishedCountQuiet(pool)
+	killTime := time.Now()
+	if err := pair.Primary.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	promoted := make(chan error, 1)
+	go func() {
+		// The HA manager's part: promote the standby, once a submitter
+		// has found no primary (so that the outage is one the submitters
+		// see).
+		for failedSubmits.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		pctx, cancel := context.WithTimeout(ctx, patienceFor(t))
+		defer cancel()
+		promoted <- pair.Standby.Promote(pctx)
+	}()
+	// The second half during and after the failover.
+	submit(killAt, n)
+	if err := <-promoted; err != nil {
+		t.Fatal(err)
+	}
 	waitAllFinal(t, pool, n, patienceFor(t))
 
 	// Every acknowledged id exists, once; no other request exists.
@@ -218,7 +209,7 @@ FROM ledger.events e LEFT JOIN ledger.log_leaves l ON l.position = e.position WH
 	if err != nil || !rep.OK || rep.Requests != int64(n) || !rep.ReadModel.Checked {
 		t.Fatalf("verify --db after the failover: %+v, %v", rep, err)
 	}
-	if finalAtKill >= int(killAt) {
+	if finalAtKill >= killAt {
 		t.Errorf("every request submitted was final before the kill: nothing was in flight")
 	}
 	t.Logf("%d requests; primary killed after %d submits with %d final; %d submit attempts failed during the failover; %d claimed again, %d outcome_unknown; "+
