@@ -142,8 +142,9 @@ func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, pool, rep
 // awaitReplica waits until the replica has replayed the primary's WAL up
 // to where it was once request id was final there, then reads the request
 // from the replica. A replica that is not in recovery (a URL that fell
-// back to a primary, or a promoted standby) is polled until it shows the
-// request final.
+// back to a primary, or a promoted standby), or that does not report its
+// replay position (some managed services' replicas), is polled until it
+// shows the request final.
 func awaitReplica(ctx context.Context, primary, replica *pgxpool.Pool, id uuid.UUID) (*ledger.Request, error) {
 	var lsn string
 	if err := primary.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
@@ -154,8 +155,8 @@ func awaitReplica(ctx context.Context, primary, replica *pgxpool.Pool, id uuid.U
 	pause := 10 * time.Millisecond
 	for {
 		var replayed bool
-		err := replica.QueryRow(ctx, `SELECT CASE WHEN pg_is_in_recovery() THEN coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)
-ELSE true END`, lsn).Scan(&replayed)
+		err := replica.QueryRow(ctx, `SELECT CASE WHEN pg_is_in_recovery() AND pg_last_wal_replay_lsn() IS NOT NULL
+THEN pg_last_wal_replay_lsn() >= $1::pg_lsn ELSE true END`, lsn).Scan(&replayed)
 		if err != nil {
 			return nil, err
 		}
