@@ -37,49 +37,9 @@ func TestReplicaReadsAndFailover(t *testing.T) {
 	t.Parallel()
 	pair := testrepl.New(t, testrepl.Options{Sync: true})
 	ctx := context.Background()
-	admin, err := pgxpool.New(ctx, pair.PrimaryURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	for _, q := range []string{
-		"INSERT INTO ledger.principals (login_role, principal) VALUES ('postgres', 'ops')",
-		"CREATE ROLE auditor LOGIN",
-		"GRANT ledger_auditor TO auditor",
-		"CREATE ROLE executor LOGIN",
-		"GRANT ledger_executor TO executor",
-	} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	admin.Close()
-
-	dir := t.TempDir()
-	pol := filepath.Join(dir, "ops.cedar")
-	if err := os.WriteFile(pol, []byte(`permit (principal == Principal::"ops", action == Action::"tool.execute", resource);`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	attestKey, logKey, witKey, state := filepath.Join(dir, "attest.key"), filepath.Join(dir, "log.key"), filepath.Join(dir, "witness.key"), filepath.Join(dir, "witness.state")
-	if _, err := attest.GenerateKeyFiles(attestKey, attestKey+".pub"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ledger.GenerateNoteKey("execledger.test/replica", logKey); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ledger.GenerateWitnessKey("witness.test", witKey); err != nil {
-		t.Fatal(err)
-	}
-	writer := pair.WriterURL()
-	_, out := startCommand(t, []string{"DATABASE_URL=" + testrepl.WithUser(writer, "executor"), "EXECLEDGER_SERVE_LISTEN=",
-		"EXECLEDGER_POLICY_FILES=" + pol, "EXECLEDGER_ATTEST_KEY_FILE=" + attestKey, "EXECLEDGER_SEALER_NOTE_KEY_FILE=" + logKey,
-		"EXECLEDGER_SEALER_CHECKPOINT_INTERVAL=100ms", "EXECLEDGER_EXECUTOR_POLL_INTERVAL=100ms", "EXECLEDGER_EXECUTOR_LEASE=5s",
-		"EXECLEDGER_EXECUTOR_RESCUE_INTERVAL=500ms"}, "serve")
-	defer func() {
-		if t.Failed() {
-			t.Logf("serve:\n%s", out.String())
-		}
-	}()
+	rs := startReplicatedServe(t, pair)
+	dir, logKey, attestKey, writer := rs.dir, rs.logKey, rs.attestKey, rs.writer
+	witKey, state := rs.witKey, rs.state
 
 	// submit --wait, read-your-writes on the replica.
 	submitter := []string{"DATABASE_URL=" + writer, "EXECLEDGER_DATABASE_REPLICA_URL=" + pair.StandbyURL()}
@@ -212,6 +172,171 @@ func TestReplicaReadsAndFailover(t *testing.T) {
 		t.Fatalf("verify --db on the new primary: %+v", r)
 	}
 	t.Logf("verify --db after the failover:\n%s", r.stdout)
+}
+
+// replicatedServe is serve (executor, read models, sealer with a note key)
+// on a pair's multi-host read-write URL, as the executor login, with the
+// pair's superuser mapped to principal ops and an auditor login.
+type replicatedServe struct {
+	dir, logKey, attestKey, witKey, state, writer string
+}
+
+func startReplicatedServe(t *testing.T, pair *testrepl.Pair) replicatedServe {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgxpool.New(ctx, pair.PrimaryURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for _, q := range []string{
+		"INSERT INTO ledger.principals (login_role, principal) VALUES ('postgres', 'ops')",
+		"CREATE ROLE auditor LOGIN",
+		"GRANT ledger_auditor TO auditor",
+		"CREATE ROLE executor LOGIN",
+		"GRANT ledger_executor TO executor",
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	dir := t.TempDir()
+	rs := replicatedServe{dir: dir, attestKey: filepath.Join(dir, "attest.key"), logKey: filepath.Join(dir, "log.key"),
+		witKey: filepath.Join(dir, "witness.key"), state: filepath.Join(dir, "witness.state"), writer: pair.WriterURL()}
+	pol := filepath.Join(dir, "ops.cedar")
+	if err := os.WriteFile(pol, []byte(`permit (principal == Principal::"ops", action == Action::"tool.execute", resource);`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attest.GenerateKeyFiles(rs.attestKey, rs.attestKey+".pub"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.GenerateNoteKey("execledger.test/replica", rs.logKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.GenerateWitnessKey("witness.test", rs.witKey); err != nil {
+		t.Fatal(err)
+	}
+	_, out := startCommand(t, []string{"DATABASE_URL=" + testrepl.WithUser(rs.writer, "executor"), "EXECLEDGER_SERVE_LISTEN=",
+		"EXECLEDGER_POLICY_FILES=" + pol, "EXECLEDGER_ATTEST_KEY_FILE=" + rs.attestKey, "EXECLEDGER_SEALER_NOTE_KEY_FILE=" + rs.logKey,
+		"EXECLEDGER_SEALER_CHECKPOINT_INTERVAL=100ms", "EXECLEDGER_EXECUTOR_POLL_INTERVAL=100ms", "EXECLEDGER_EXECUTOR_LEASE=5s",
+		"EXECLEDGER_EXECUTOR_RESCUE_INTERVAL=500ms"}, "serve")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve:\n%s", out.String())
+		}
+	})
+	return rs
+}
+
+// witness runs one pass of the witness on the writer URL as the auditor.
+func (rs replicatedServe) witness(t *testing.T) (witnessPass, result) {
+	t.Helper()
+	r := execute(t, []string{"DATABASE_URL=" + testrepl.WithUser(rs.writer, "auditor")}, "", "witness", "--log-key", rs.logKey+".pub",
+		"--key", rs.witKey, "--state", rs.state, "--once", "--json")
+	var p witnessPass
+	_ = json.Unmarshal([]byte(r.stdout), &p)
+	return p, r
+}
+
+// submitWait submits on the writer URL and waits until the request is final.
+func (rs replicatedServe) submitWait(t *testing.T, key string) ledger.Request {
+	t.Helper()
+	r := executeWithin(t, patience(t), []string{"DATABASE_URL=" + rs.writer}, "", "submit", "echo", `{"text":"`+key+`"}`, "--key", key,
+		"--wait", "--timeout", patience(t).String(), "--json")
+	var req ledger.Request
+	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &req) != nil || req.State != ledger.StateSucceeded {
+		t.Fatalf("submit --wait %s: %+v", key, r)
+	}
+	return req
+}
+
+// sealedCheckpoint waits until the newest checkpoint covers every event of
+// request id, and returns its size.
+func (rs replicatedServe) sealedCheckpoint(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) uint64 {
+	t.Helper()
+	var size uint64
+	waitUntil(t, "a checkpoint over request "+id.String(), func() bool {
+		c, err := ledger.NewestCheckpoint(context.Background(), pool, false)
+		if err != nil {
+			return false
+		}
+		var covered bool
+		err = pool.QueryRow(context.Background(), `SELECT count(*) > 0 AND bool_and(l.leaf_index < $2)
+FROM ledger.events e LEFT JOIN ledger.log_leaves l ON l.position = e.position WHERE e.stream = 'request:' || $1`,
+			id.String(), int64(c.Size)).Scan(&covered)
+		size = c.Size
+		return err == nil && covered
+	})
+	return size
+}
+
+// TestAsyncFailoverLossIsNamed shows what docs/replication.md says
+// asynchronous replication can lose, and how it shows: with the standby
+// stopped, the primary acknowledges a request, seals it and a witness
+// cosigns a checkpoint over it; the primary is killed and the standby,
+// started again, promoted. The request is gone (status exits 5), the new
+// primary's log still verifies from leaf 0 (what survived is a prefix),
+// and the witness refuses the new primary's checkpoints, naming the fault.
+func TestAsyncFailoverLossIsNamed(t *testing.T) {
+	t.Parallel()
+	pair := testrepl.New(t, testrepl.Options{})
+	ctx := context.Background()
+	rs := startReplicatedServe(t, pair)
+	primary, err := pgxpool.New(ctx, pair.PrimaryURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close()
+	kept := rs.submitWait(t, "kept")
+	rs.sealedCheckpoint(t, primary, kept.ID)
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, r := rs.witness(t); p.Result != "cosigned" {
+		t.Fatalf("witness on the first checkpoint: %+v", r)
+	}
+
+	pair.StopStandby(t)
+	lost := rs.submitWait(t, "lost") // acknowledged by an asynchronous primary
+	seen := rs.sealedCheckpoint(t, primary, lost.ID)
+	if p, r := rs.witness(t); p.Result != "cosigned" || p.Size < seen {
+		t.Fatalf("witness on the checkpoint over the request the failover loses: %+v", r)
+	}
+	primary.Close()
+	if err := pair.Primary.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	pair.StartStandbyAgain(t)
+	promoteCtx, cancel := context.WithTimeout(ctx, patience(t))
+	defer cancel()
+	if err := pair.Standby.Promote(promoteCtx); err != nil {
+		t.Fatal(err)
+	}
+
+	env := []string{"DATABASE_URL=" + rs.writer}
+	if r := execute(t, env, "", "status", kept.ID.String()); r.code != exitOK {
+		t.Errorf("the request replicated before the standby stopped: %+v", r)
+	}
+	if r := execute(t, env, "", "status", lost.ID.String()); r.code != exitNotFound {
+		t.Errorf("the acknowledged request asynchronous replication lost: %+v", r)
+	}
+	// The new primary goes on: serve runs and seals a new request.
+	after := rs.submitWait(t, "after")
+	newPrimary, err := pgxpool.New(ctx, pair.StandbyURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newPrimary.Close()
+	rs.sealedCheckpoint(t, newPrimary, after.ID)
+	keys := []string{"--log-key", rs.logKey + ".pub", "--attest-key", rs.attestKey + ".pub"}
+	if r := execute(t, []string{"DATABASE_URL=" + testrepl.WithUser(rs.writer, "auditor")}, "", append([]string{"verify", "--db"}, keys...)...); r.code != exitOK {
+		t.Errorf("verify --db on the new primary (what survived is a prefix of the history): %+v", r)
+	}
+	p, r := rs.witness(t)
+	if r.code != exitNotOK || p.Result != "refused" || p.Refusal == "" {
+		t.Fatalf("the witness after the lossy failover: %+v", r)
+	}
+	t.Logf("the witness, which had cosigned size %d, refuses the new primary's checkpoint of size %d: %s", p.StateSize, p.Size, p.Refusal)
 }
 
 // TestReplicaWaitTimesOut: submit --wait whose replica never replays the

@@ -91,6 +91,33 @@ func stop(t testing.TB, c *pgcluster.Cluster) {
 	}
 }
 
+// StopStandby shuts the standby down (fast): from then on the primary's
+// commits reach no standby. With Sync the primary's commits then wait.
+func (p *Pair) StopStandby(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Standby.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// StartStandbyAgain starts the stopped standby again on its port, still a
+// standby of the primary (which it reaches if it is up), and returns once
+// it accepts read-only connections.
+func (p *Pair) StartStandbyAgain(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: p.Standby.DataDir(), Port: p.Standby.Port(),
+		Settings: []string{"hot_standby_feedback=on"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Standby = c
+	t.Cleanup(func() { stop(t, c) })
+}
+
 // PrimaryURL and StandbyURL connect to one server, as the superuser.
 func (p *Pair) PrimaryURL() string { return p.Primary.URL("postgres") }
 
