@@ -367,8 +367,15 @@ func TestReplicaWaitTimesOut(t *testing.T) {
 	}
 	_, out := startCommand(t, append([]string{"DATABASE_URL=" + pair.PrimaryURL(), "EXECLEDGER_SERVE_LISTEN=", "EXECLEDGER_SEALER_ENABLED=false",
 		"EXECLEDGER_PROJECTOR_ENABLED=false", "EXECLEDGER_EXECUTOR_POLL_INTERVAL=100ms"}, serviceFiles(t)...), "serve")
+	// Final on the primary first (however long a loaded machine takes),
+	// then the same submit again (its idempotency key: the same request)
+	// with the replica: only the replica's wait can time out.
+	if r := executeWithin(t, patience(t), []string{"DATABASE_URL=" + pair.PrimaryURL()}, "", "submit", "echo", `{"text":"paused"}`,
+		"--key", "paused", "--wait", "--timeout", patience(t).String()); r.code != exitOK {
+		t.Fatalf("submit --wait on the primary: %+v\n%s", r, out.String())
+	}
 	env := []string{"DATABASE_URL=" + pair.PrimaryURL(), "EXECLEDGER_DATABASE_REPLICA_URL=" + pair.StandbyURL()}
-	r := executeWithin(t, patience(t), env, "", "submit", "echo", `{"text":"paused"}`, "--wait", "--timeout", "5s")
+	r := executeWithin(t, patience(t), env, "", "submit", "echo", `{"text":"paused"}`, "--key", "paused", "--wait", "--timeout", "2s")
 	if r.code != exitTimeout || !strings.Contains(r.stderr, "is final on the primary, but the replica") {
 		t.Fatalf("submit --wait on a paused replica: %+v\n%s", r, out.String())
 	}
