@@ -62,7 +62,8 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'CPUHeavy' -count 3 -benchtime 10x ./internal/sandbox/wasmrun/
 
 ## chaos: the chaos scenarios at full size (kill -9 an executor mid-load, restart PostgreSQL
-## under load, two executor processes); make test runs them small
+## under load, two executor processes, fail over from a killed primary to its synchronous
+## standby); make test runs them small
 chaos: deps
 	$(GO) test -count=1 -timeout 30m -run Chaos -v ./executor/ -chaos.full
 

@@ -16,6 +16,8 @@ import (
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/policy"
+	"github.com/execledger/execledger/ledger"
+	"github.com/execledger/execledger/projector"
 )
 
 // TestMain doubles as a real executor process for the chaos tests: with
@@ -65,7 +67,31 @@ func chaosChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := x.Run(ctx); err != nil {
+	// CHAOS_NOTE_KEY: also run the projection engine, as serve does: the
+	// read models and the Merkle log's sealer, signing checkpoints.
+	engineCtx, stopEngine := context.WithCancel(ctx)
+	defer stopEngine()
+	engineDone := make(chan struct{})
+	if path := os.Getenv("CHAOS_NOTE_KEY"); path != "" {
+		signer, err := ledger.LoadNoteSigner(path)
+		if err != nil {
+			return fail(err)
+		}
+		sealer := ledger.NewSealer(ledger.SealerConfig{Signer: signer, CheckpointInterval: 200 * time.Millisecond,
+			Logger: logger.With("component", "sealer")})
+		eng, err := projector.New(pool, projector.Config{PollInterval: 100 * time.Millisecond, Logger: logger},
+			append(projector.ReadModels(), projector.Sealer(sealer))...)
+		if err != nil {
+			return fail(err)
+		}
+		go func() { defer close(engineDone); _ = eng.Run(engineCtx) }() // returns when ctx ends; database errors are retried
+	} else {
+		close(engineDone)
+	}
+	err = x.Run(ctx)
+	stopEngine()
+	<-engineDone
+	if err != nil {
 		return fail(err)
 	}
 	return 0

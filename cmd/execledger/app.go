@@ -172,6 +172,26 @@ func openPool(ctx context.Context, cfg config.Config, opts ...func(*pgxpool.Conf
 	return pool, nil
 }
 
+// openReader opens the pool of the read-only commands (verify --db,
+// export, prove, requests, status, audit): database.replica_url when set,
+// else database.url. A replica's sessions are read-only
+// (default_transaction_read_only), so that these commands behave the
+// same on a hot standby and on a primary that a multi-host replica URL
+// fell back to.
+func openReader(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	if cfg.Database.ReplicaURL == "" {
+		return openPool(ctx, cfg)
+	}
+	readOnly := func(pc *pgxpool.Config) { pc.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on" }
+	rc := cfg
+	rc.Database.URL = cfg.Database.ReplicaURL
+	pool, err := openPool(ctx, rc, readOnly)
+	if err != nil {
+		return nil, fmt.Errorf("database.replica_url: %w", err)
+	}
+	return pool, nil
+}
+
 // redactURL hides a password in a database URL before it is printed.
 func redactURL(s string) string {
 	pc, err := pgxpool.ParseConfig(s)

@@ -74,3 +74,18 @@ func (e *env) connect(ctx context.Context, cfgPath string) (config.Config, *pgxp
 	}
 	return cfg, pool, nil
 }
+
+// connectReader loads the configuration and opens the read-only pool of
+// openReader (the replica when database.replica_url is set); the caller
+// closes the pool.
+func (e *env) connectReader(ctx context.Context, cfgPath string) (config.Config, *pgxpool.Pool, error) {
+	cfg, err := e.loadConfig(cfgPath)
+	if err != nil {
+		return config.Config{}, nil, err
+	}
+	pool, err := openReader(ctx, cfg)
+	if err != nil {
+		return config.Config{}, nil, err
+	}
+	return cfg, pool, nil
+}

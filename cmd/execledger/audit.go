@@ -56,7 +56,7 @@ shows it: auditors and admins every row, a submitter its own principal's.
 }
 
 func runAudit(ctx context.Context, e *env, f audit.Filter) error {
-	_, pool, err := e.connect(ctx, e.config)
+	_, pool, err := e.connectReader(ctx, e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}

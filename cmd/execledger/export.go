@@ -76,7 +76,7 @@ func runExport(ctx context.Context, e *env, f exportFlags) error {
 	if _, err := os.Lstat(f.out); err == nil && !f.force {
 		return fail(exitError, "export: %s exists (--force overwrites it)", f.out)
 	}
-	_, pool, err := e.connect(ctx, e.config)
+	_, pool, err := e.connectReader(ctx, e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}

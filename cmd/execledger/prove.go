@@ -64,7 +64,7 @@ func runProve(ctx context.Context, e *env, arg, outDir string) error {
 	if err != nil {
 		return fail(exitUsage, "prove: %q is not a request id (a UUID)", arg)
 	}
-	_, pool, err := e.connect(ctx, e.config)
+	_, pool, err := e.connectReader(ctx, e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}

@@ -112,7 +112,7 @@ func parseWhen(flag, v string) (time.Time, error) {
 }
 
 func runRequestsList(ctx context.Context, e *env, p ledger.ListParams) error {
-	return withClient(ctx, e, func(client *ledger.Client, _ *pgxpool.Pool) error {
+	return withReader(ctx, e, func(client *ledger.Client, _ *pgxpool.Pool) error {
 		return listRequests(ctx, e, client, p)
 	})
 }
@@ -171,7 +171,7 @@ it show says so and prints the rest.`,
 }
 
 func runRequestsShow(ctx context.Context, e *env, id uuid.UUID, envelope string) error {
-	return withClient(ctx, e, func(client *ledger.Client, pool *pgxpool.Pool) error {
+	return withReader(ctx, e, func(client *ledger.Client, pool *pgxpool.Pool) error {
 		return showRequest(ctx, e, client, pool, id, envelope)
 	})
 }
@@ -411,6 +411,19 @@ error kind approval_denied, under approve's rules. Exit 3 when the request runs 
 // withClient connects and runs f with a client of the SQL API and its pool.
 func withClient(ctx context.Context, e *env, f func(*ledger.Client, *pgxpool.Pool) error) error {
 	_, pool, err := e.connect(ctx, e.config)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	defer pool.Close()
+	c := ledger.NewClient(pool)
+	defer c.Close()
+	return f(c, pool)
+}
+
+// withReader is withClient on the read-only pool (openReader): the
+// replica when database.replica_url is set.
+func withReader(ctx context.Context, e *env, f func(*ledger.Client, *pgxpool.Pool) error) error {
+	_, pool, err := e.connectReader(ctx, e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}

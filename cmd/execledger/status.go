@@ -31,7 +31,7 @@ func runStatus(ctx context.Context, e *env, arg string) error {
 	if err != nil {
 		return fail(exitUsage, "%q is not a request id (a UUID)", arg)
 	}
-	_, pool, err := e.connect(ctx, e.config)
+	_, pool, err := e.connectReader(ctx, e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}

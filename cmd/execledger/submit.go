@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/ledger"
@@ -31,7 +32,10 @@ func newSubmitCmd(e *env) *cobra.Command {
 and prints its id. The principal is the database login's.
 
 With --wait it waits until the request is final, prints it, and exits 0 when it succeeded,
-3 when it failed, was denied or cancelled, 4 when --timeout ended the wait first.`,
+3 when it failed, was denied or cancelled, 4 when --timeout ended the wait first. With
+database.replica_url set it then also waits until the replica has replayed that final state
+(read-your-writes: a later requests show on the replica sees it) and prints the request as
+the replica has it.`,
 		Example: `  execledger submit echo '{"text":"hi"}'
   execledger submit process.run '{"command":"ls"}' --run r1 --key build-1 --wait --timeout 2m
   echo '{"text":"from stdin"}' | execledger submit echo - --json`,
@@ -70,7 +74,7 @@ func runSubmit(ctx context.Context, e *env, f submitFlags, tool, inputArg string
 			return fail(exitUsage, "--context: %v", err)
 		}
 	}
-	_, pool, err := e.connect(ctx, e.config)
+	cfg, pool, err := e.connect(ctx, e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
@@ -94,10 +98,19 @@ func runSubmit(ctx context.Context, e *env, f submitFlags, tool, inputArg string
 		fmt.Fprintln(e.io.out, id)
 		return nil
 	}
-	return awaitAndPrint(ctx, e, client, id, f.timeout, e.json)
+	var replica *pgxpool.Pool
+	if cfg.Database.ReplicaURL != "" {
+		if replica, err = openReader(ctx, cfg); err != nil {
+			return fail(exitError, "%v", err)
+		}
+		defer replica.Close()
+	}
+	return awaitAndPrint(ctx, e, client, pool, replica, id, f.timeout, e.json)
 }
 
-func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, id uuid.UUID, timeout time.Duration, asJSON bool) error {
+// awaitAndPrint waits until request id is final (on the primary, pool),
+// and with a replica until the replica has it final too, and prints it.
+func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, pool, replica *pgxpool.Pool, id uuid.UUID, timeout time.Duration, asJSON bool) error {
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r, err := client.Await(waitCtx, id)
@@ -108,6 +121,15 @@ func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, id uuid.U
 		}
 		return fail(exitError, "%v", err)
 	}
+	if replica != nil {
+		if r, err = awaitReplica(waitCtx, pool, replica, id); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				fmt.Fprintln(e.io.out, id)
+				return fail(exitTimeout, "request %s is final on the primary, but the replica (database.replica_url) has not replayed it after %s", id, timeout)
+			}
+			return fail(exitError, "replica: %v", err)
+		}
+	}
 	if err := printRequest(e, r, asJSON); err != nil {
 		return err
 	}
@@ -115,6 +137,45 @@ func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, id uuid.U
 		return exitCode(exitNotOK) // the request printed says how it ended
 	}
 	return nil
+}
+
+// awaitReplica waits until the replica has replayed the primary's WAL up
+// to where it was once request id was final there, then reads the request
+// from the replica. A replica that is not in recovery (a URL that fell
+// back to a primary, or a promoted standby), or that does not report its
+// replay position (some managed services' replicas), is polled until it
+// shows the request final.
+func awaitReplica(ctx context.Context, primary, replica *pgxpool.Pool, id uuid.UUID) (*ledger.Request, error) {
+	var lsn string
+	if err := primary.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		return nil, fmt.Errorf("the primary's WAL position: %w", err)
+	}
+	rc := ledger.NewClient(replica)
+	defer rc.Close()
+	pause := 10 * time.Millisecond
+	for {
+		var replayed bool
+		err := replica.QueryRow(ctx, `SELECT CASE WHEN pg_is_in_recovery() AND pg_last_wal_replay_lsn() IS NOT NULL
+THEN pg_last_wal_replay_lsn() >= $1::pg_lsn ELSE true END`, lsn).Scan(&replayed)
+		if err != nil {
+			return nil, err
+		}
+		if replayed {
+			r, err := rc.Get(ctx, id)
+			switch {
+			case err == nil && r.State.Final():
+				return r, nil
+			case err != nil && !errors.Is(err, ledger.ErrNotFound):
+				return nil, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
 }
 
 func printJSON(e *env, v any) error {

@@ -24,7 +24,7 @@ func runReplay(ctx context.Context, e *env, request, cfgPath, pubPath string, as
 	if err != nil {
 		return fail(exitUsage, "%q is not a request id (a UUID)", request)
 	}
-	cfg, pool, err := e.connect(ctx, cfgPath)
+	cfg, pool, err := e.connectReader(ctx, cfgPath)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}

@@ -125,7 +125,14 @@ type Attest struct {
 
 // Database says where the ledger lives.
 type Database struct {
-	URL            string   `toml:"url"`             // postgres:// URL; DATABASE_URL sets it too
+	URL string `toml:"url"` // postgres:// URL; DATABASE_URL sets it too
+	// ReplicaURL is a hot standby (or a multi-host URL with
+	// target_session_attrs=prefer-standby) that the read-only commands
+	// use instead of URL: verify --db, export, prove, requests, status,
+	// audit; submit --wait waits until it has replayed the final state.
+	// "": they read URL. Writers (serve, the sealer, projections,
+	// witness, migrate) always use URL.
+	ReplicaURL     string   `toml:"replica_url"`
 	MaxConns       int      `toml:"max_conns"`       // pool size
 	ConnectTimeout Duration `toml:"connect_timeout"` // per connection attempt
 }
@@ -277,6 +284,11 @@ func (c Config) Validate() error {
 	if c.Database.URL != "" {
 		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			errs = append(errs, errors.New("database.url: want a postgres:// URL"))
+		}
+	}
+	if c.Database.ReplicaURL != "" {
+		if u, err := url.Parse(c.Database.ReplicaURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			errs = append(errs, errors.New("database.replica_url: want a postgres:// URL"))
 		}
 	}
 	if c.Database.MaxConns < 1 || c.Database.MaxConns > 1000 {

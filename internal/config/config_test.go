@@ -69,6 +69,18 @@ func TestDatabaseURLPrecedence(t *testing.T) {
 	}
 }
 
+func TestReplicaURL(t *testing.T) {
+	const multi = "postgres://auditor@db1:5432,db2:5432/ledger?target_session_attrs=prefer-standby"
+	cfg, err := Load("", []string{"DATABASE_URL=postgres://a@h/db", "EXECLEDGER_DATABASE_REPLICA_URL=" + multi})
+	if err != nil || cfg.Database.ReplicaURL != multi || cfg.Database.URL != "postgres://a@h/db" {
+		t.Fatalf("EXECLEDGER_DATABASE_REPLICA_URL: %+v, %v", cfg.Database, err)
+	}
+	cfg, err = Load(writeFile(t, "[database]\nreplica_url = \"postgres://r@standby/db\"\n"), nil)
+	if err != nil || cfg.Database.ReplicaURL != "postgres://r@standby/db" {
+		t.Fatalf("replica_url in a file: %+v, %v", cfg.Database, err)
+	}
+}
+
 func TestErrorsNameTheKey(t *testing.T) {
 	for name, tc := range map[string]struct {
 		file string
@@ -81,6 +93,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"bad duration":       {env: []string{"EXECLEDGER_DATABASE_CONNECT_TIMEOUT=soon"}, want: "EXECLEDGER_DATABASE_CONNECT_TIMEOUT"},
 		"bad level":          {env: []string{"EXECLEDGER_LOG_LEVEL=loud"}, want: "log.level"},
 		"bad url":            {env: []string{"DATABASE_URL=mysql://x"}, want: "database.url"},
+		"bad replica url":    {env: []string{"EXECLEDGER_DATABASE_REPLICA_URL=http://x"}, want: "database.replica_url"},
 		"bad listen":         {env: []string{"EXECLEDGER_SERVE_LISTEN=nope"}, want: "serve.listen"},
 		"zero pool":          {env: []string{"EXECLEDGER_DATABASE_MAX_CONNS=0"}, want: "database.max_conns"},
 		"zero top k":         {env: []string{"EXECLEDGER_SERVE_QUOTA_METRICS_TOP_K=0"}, want: "serve.quota_metrics_top_k"},

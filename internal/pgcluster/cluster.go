@@ -46,6 +46,11 @@ type Options struct {
 	// port of the last run, so that a URL handed out then still works);
 	// taken, a random free port is picked as without it.
 	PreferredPort int
+	// Settings are server settings ("name=value", as postgres -c takes
+	// them) of this run, e.g. "synchronous_standby_names=standby1". They
+	// live on the command line only: a standby copied from this cluster
+	// (StartStandby) does not inherit them.
+	Settings []string
 }
 
 // Cluster is a running PostgreSQL server started by Start.
@@ -59,10 +64,12 @@ type Cluster struct {
 	port      int
 	pm        *postmaster
 	logOffset int64 // where this run's server output starts in the log
+	settings  []string
 
 	mu            sync.Mutex
 	stopRequested bool
 	diedFirst     bool // the server had exited before Stop was first called
+	killed        bool // by Kill
 	stopLogged    bool
 }
 
@@ -135,7 +142,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 
-	c := &Cluster{log: log, run: run, bin: bin, data: data}
+	for _, kv := range opts.Settings {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" || strings.ContainsAny(name, " \t\n") {
+			return nil, fmt.Errorf("pgcluster: setting %q is not name=value", kv)
+		}
+	}
+	c := &Cluster{log: log, run: run, bin: bin, data: data, settings: opts.Settings}
 	logDir, err := data.privateDir(run, "log")
 	if err != nil {
 		return nil, err
@@ -194,6 +206,9 @@ func (c *Cluster) launch(ctx context.Context, port int) (portTaken bool, err err
 		"-c", "port=" + strconv.Itoa(port),
 		"-c", "unix_socket_directories=" + quoteListItem(c.socketDir),
 		"-c", "logging_collector=off", // keep everything in our log file
+	}
+	for _, kv := range c.settings {
+		args = append(args, "-c", kv)
 	}
 	// Not tied to ctx: ctx bounds the start-up, the server outlives it.
 	cmd := c.run.command(context.Background(), c.bin, "postgres", args...)
@@ -289,7 +304,11 @@ func (c *Cluster) Err() error {
 	}
 	c.mu.Lock()
 	unexpected := !c.stopRequested || c.diedFirst
+	killed := c.killed
 	c.mu.Unlock()
+	if killed {
+		return nil
+	}
 	if !unexpected && c.pm.err == nil {
 		return nil
 	}

@@ -475,3 +475,85 @@ func TestPreferredPort(t *testing.T) {
 		t.Errorf("started on the taken port %d", port)
 	}
 }
+
+// TestStandbyFailover: a synchronous streaming standby made by
+// StartStandby serves reads of what the primary committed, refuses
+// writes, and, once the primary is killed and it is promoted, holds every
+// committed row and accepts writes.
+func TestStandbyFailover(t *testing.T) {
+	t.Parallel()
+	requireBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	primary, err := Start(ctx, Options{DataDir: testDataDir(t), Logger: testLogger(t), Settings: []string{"synchronous_standby_names=standby1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(t, primary) })
+	standby, err := StartStandby(ctx, primary, "standby1", Options{DataDir: testDataDir(t), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(t, standby) })
+	pc, sc := connect(t, primary), connect(t, standby)
+	if got := queryString(t, sc, "SELECT pg_is_in_recovery()::text"); got != "true" {
+		t.Fatalf("standby in recovery: %s", got)
+	}
+	// A commit returns only once the synchronous standby has it.
+	if _, err := pc.Exec(ctx, "CREATE TABLE t (v text); INSERT INTO t VALUES ('before')"); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryString(t, pc, "SELECT string_agg(application_name || ':' || sync_state, ',') FROM pg_stat_replication"); got != "standby1:sync" {
+		t.Fatalf("pg_stat_replication: %s", got)
+	}
+	lsn := queryString(t, pc, "SELECT pg_current_wal_lsn()::text")
+	for deadline := time.Now().Add(time.Minute); ; {
+		var caught bool
+		if err := sc.QueryRow(ctx, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&caught); err != nil {
+			t.Fatal(err)
+		}
+		if caught {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the standby did not replay the primary's commit")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := queryString(t, sc, "SELECT v FROM t"); got != "before" {
+		t.Fatalf("standby read %q", got)
+	}
+	if _, err := sc.Exec(ctx, "INSERT INTO t VALUES ('x')"); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("a write on the standby: %v", err)
+	}
+
+	if err := primary.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if left := serversIn(primary.DataDir()); len(left) > 0 {
+		t.Fatalf("processes of the killed primary: %v", left)
+	}
+	if err := primary.Err(); err != nil {
+		t.Errorf("Err of a killed cluster: %v", err)
+	}
+	if err := standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc := connect(t, standby)
+	if got := queryString(t, nc, "SELECT pg_is_in_recovery()::text"); got != "false" {
+		t.Fatalf("promoted standby in recovery: %s", got)
+	}
+	if _, err := nc.Exec(ctx, "INSERT INTO t VALUES ('after')"); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryString(t, nc, "SELECT string_agg(v, ',' ORDER BY v) FROM t"); got != "after,before" {
+		t.Fatalf("after the failover: %q", got)
+	}
+
+	if _, err := StartStandby(ctx, primary, "bad name", Options{DataDir: testDataDir(t)}); err == nil {
+		t.Error("a standby name with a space was accepted")
+	}
+	if _, err := Start(ctx, Options{DataDir: testDataDir(t), Settings: []string{"novalue"}}); err == nil || !strings.Contains(err.Error(), "name=value") {
+		t.Errorf("a setting without a value: %v", err)
+	}
+}
