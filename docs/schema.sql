@@ -4555,6 +4555,20 @@ CREATE UNIQUE INDEX request_status_idempotency_idx ON ledger.request_status USIN
 
 
 --
+-- Name: request_status_principal_submitted_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_principal_submitted_idx ON ledger.request_status USING btree (principal, submitted_at, id);
+
+
+--
+-- Name: request_status_submitted_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_submitted_idx ON ledger.request_status USING btree (submitted_at, id);
+
+
+--
 -- Name: request_status_unattested_idx; Type: INDEX; Schema: ledger; Owner: -
 --
 
