@@ -15,6 +15,9 @@ import (
 // replaced, so the server authenticates every person and row security,
 // the principal mapping and the roles decide what each sees and does.
 type Console struct {
+	// Enabled runs the console inside `execledger serve` (serve
+	// --console sets it; dev runs it unless --console=false).
+	Enabled     bool   `toml:"enabled"`
 	Listen      string `toml:"listen"`        // host:port of the console
 	TLSCertFile string `toml:"tls_cert_file"` // with tls_key_file: HTTPS; required unless listen is a loopback address
 	TLSKeyFile  string `toml:"tls_key_file"`

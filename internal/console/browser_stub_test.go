@@ -1,0 +1,3 @@
+package console_test
+
+func closeBrowser() {}
