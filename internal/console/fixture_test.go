@@ -40,13 +40,13 @@ type login struct {
 // world is a ledger run as serve runs it (executor, read models, sealer)
 // with logins: alice and bob submit, bob and carol approve, audrey audits.
 type world struct {
-	db                 *testdb.DB
-	alice, bob, carol  *login
-	audrey, executorL  *login
-	reader             *login
-	keys               console.Keys
-	loginURL           string
-	signer             *attest.Signer
+	db                *testdb.DB
+	alice, bob, carol *login
+	audrey, executorL *login
+	reader            *login
+	keys              console.Keys
+	loginURL          string
+	signer            *attest.Signer
 }
 
 func newWorld(t testing.TB) *world {

@@ -61,12 +61,7 @@ var funcs = template.FuncMap{
 	},
 	"pretty": prettyJSON,
 	"join":   strings.Join,
-	"short": func(s string) string {
-		if len(s) > 13 {
-			return s[:8] + "…"
-		}
-		return s
-	},
+	"short":  short,
 }
 
 // prettyJSON indents JSON for display; html/template escapes the result.
@@ -132,4 +127,17 @@ func (s *Server) dbFail(w http.ResponseWriter, sess *session, what string, err e
 func isPermission(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "42501"
+}
+
+// short abbreviates an id or a digest for a table cell; the full value is
+// on the linked page.
+func short(s string) string {
+	n := 8
+	if strings.HasPrefix(s, "sha256:") {
+		n = len("sha256:") + 12
+	}
+	if len(s) > n+4 {
+		return s[:n] + "…"
+	}
+	return s
 }

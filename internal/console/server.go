@@ -119,9 +119,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /signin", s.signInPage)
 	mux.HandleFunc("POST /signin", s.signIn)
 	mux.HandleFunc("POST /signout", s.signedIn(s.signOut))
-	mux.HandleFunc("GET /{$}", s.signedIn(func(w http.ResponseWriter, r *http.Request, _ *session) {
-		http.Redirect(w, r, "/requests", http.StatusSeeOther)
-	}))
+	mux.HandleFunc("GET /{$}", s.signedIn(s.home))
 	mux.HandleFunc("GET /requests", s.signedIn(s.requestsPage))
 	mux.HandleFunc("GET /requests/{id}", s.signedIn(s.requestPage))
 	mux.HandleFunc("GET /requests/{id}/bundle", s.signedIn(s.requestBundle))
@@ -216,4 +214,17 @@ func sameOrigin(r *http.Request) bool {
 		scheme = "https://"
 	}
 	return origin == scheme+r.Host
+}
+
+// home sends a person to the first page their roles let them read: the
+// requests, or for a reader (who reads only the quota and health read
+// models) the quotas.
+func (s *Server) home(w http.ResponseWriter, r *http.Request, sess *session) {
+	for _, role := range []string{"ledger_submitter", "ledger_approver", "ledger_auditor", "ledger_admin", "ledger_executor"} {
+		if sess.has(role) {
+			http.Redirect(w, r, "/requests", http.StatusSeeOther)
+			return
+		}
+	}
+	http.Redirect(w, r, "/quotas", http.StatusSeeOther)
 }

@@ -50,7 +50,7 @@ type signInData struct {
 
 func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil && s.sessions.get(c.Value) != nil {
-		http.Redirect(w, r, "/requests", http.StatusSeeOther)
+		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
 	s.renderSignIn(w, http.StatusOK, "", "")
@@ -122,7 +122,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("signed in", slog.String("login", login), slog.String("addr", clientAddr(r)))
 	setCookie(w, signInCookie, "", -1)
 	setCookie(w, sessionCookie, token, 0)
-	http.Redirect(w, r, "/requests", http.StatusSeeOther)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 // open authenticates as login with password and returns the session: its
