@@ -188,7 +188,9 @@ func (s *Server) secure(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: with no-referrer browsers send
+		// "Origin: null" on the console's own form posts.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		if r.Method == http.MethodPost && !sameOrigin(r) {
 			http.Error(w, "cross-site request refused", http.StatusForbidden)
@@ -198,11 +200,17 @@ func (s *Server) secure(next http.Handler) http.Handler {
 	})
 }
 
-// sameOrigin refuses a request a browser marks as cross-site, or whose
-// Origin names another host. A request without either header (a client
-// that is no browser) passes here; the CSRF token still guards it.
+// sameOrigin refuses a request a browser marks as coming from another
+// site (fetch metadata, which no page can forge), or, from a browser that
+// sends none, whose Origin names another origin. A request with neither
+// header (a client that is no browser) passes here; the CSRF token still
+// guards it.
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin":
+		return true
+	case "":
+	default: // cross-site, same-site (another port or subdomain), none
 		return false
 	}
 	origin := r.Header.Get("Origin")

@@ -1,3 +1,0 @@
-package console_test
-
-func closeBrowser() {}
