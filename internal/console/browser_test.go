@@ -259,7 +259,7 @@ func TestBrowser(t *testing.T) {
 	carol.open("/approvals", "main h1")
 	carol.screenshot("approvals")
 	carol.run(chromedp.SendKeys(chromedp.CSS(`form[action="/approvals/`+alicesSleep.String()+`"] textarea`), "reviewed in the browser"))
-	carol.run(chromedp.Click(chromedp.CSS(`form[action="/approvals/`+alicesSleep.String()+`"] button[value="approve"]`)))
+	carol.run(chromedp.Click(chromedp.CSS(`form[action="/approvals/` + alicesSleep.String() + `"] button[value="approve"]`)))
 	carol.run(chromedp.WaitVisible(chromedp.CSS(".flash")))
 	if got := carol.text(".flash"); got != "Request "+alicesSleep.String()+" approved." {
 		t.Fatalf("approval: %q", got)
