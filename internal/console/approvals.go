@@ -69,21 +69,32 @@ func (s *Server) fillApprovals(ctx context.Context, sess *session, d *approvalsD
 			"An approver view of the inputs is planned (issue 25); until then an auditor can show the input for a digest."
 		return nil
 	}
-	for i := range d.Rows {
-		var payload string
-		err := sess.pool.QueryRow(ctx, queryRequestedInput, d.Rows[i].ID.String()).Scan(&payload)
-		switch {
-		case isPermission(err):
-			d.InputNote = "This login may not read the recorded inputs."
-			return nil
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return err
-		default:
-			d.Rows[i].Input = prettyJSON([]byte(payload))
+	streams := make([]string, len(d.Rows))
+	at := make(map[uuid.UUID]int, len(d.Rows))
+	for i, a := range d.Rows {
+		streams[i] = "request:" + a.ID.String()
+		at[a.ID] = i
+	}
+	rows, err = sess.pool.Query(ctx, queryRequestedInputs, streams)
+	if err == nil {
+		for rows.Next() {
+			var id uuid.UUID
+			var payload string
+			if err = rows.Scan(&id, &payload); err != nil {
+				break
+			}
+			d.Rows[at[id]].Input = prettyJSON([]byte(payload))
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
 		}
 	}
-	return nil
+	if isPermission(err) {
+		d.InputNote = "This login may not read the recorded inputs."
+		return nil
+	}
+	return err
 }
 
 // decideApproval approves or denies through ledger.approve or

@@ -29,6 +29,6 @@ ORDER BY submitted_at, id LIMIT 200`
 
 	// queryRequestedInput reads a request's tool.requested payload (its
 	// input as recorded): only logins that read the log may.
-	queryRequestedInput = `SELECT payload::text FROM ledger.events
-WHERE stream = 'request:' || $1::text AND version = 1`
+	queryRequestedInputs = `SELECT substr(stream, 9)::uuid, payload::text FROM ledger.events
+WHERE stream = ANY($1) AND version = 1`
 )

@@ -55,6 +55,11 @@ type sessionStore struct {
 
 var errTooManySessions = errors.New("console: too many sessions are open; try again later")
 
+// maxSessionsPerLogin bounds one login's sessions: signing in again past
+// it ends that login's oldest session, so one person cannot fill the
+// store (and the database's connections) by signing in over and over.
+const maxSessionsPerLogin = 5
+
 func newSessionStore(idle time.Duration, max int, now func() time.Time) *sessionStore {
 	return &sessionStore{idle: idle, max: max, now: now, m: map[string]*session{}}
 }
@@ -76,6 +81,21 @@ func storeKey(token string) string {
 func (st *sessionStore) add(s *session) (string, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	var oldestKey string
+	var oldest *session
+	n := 0
+	for k, o := range st.m {
+		if o.login != s.login {
+			continue
+		}
+		if n++; oldest == nil || o.created.Before(oldest.created) {
+			oldestKey, oldest = k, o
+		}
+	}
+	if n >= maxSessionsPerLogin {
+		delete(st.m, oldestKey)
+		go oldest.pool.Close()
+	}
 	if len(st.m) >= st.max {
 		return "", errTooManySessions
 	}

@@ -157,7 +157,10 @@ func (s *Server) poolConfig(login, password string) (*pgxpool.Config, error) {
 	cfg.ConnConfig.RuntimeParams["application_name"] = "execledger console"
 	cfg.MaxConns = int32(s.opts.SessionConns)
 	cfg.MinConns = 0
-	cfg.MaxConnIdleTime = s.opts.IdleTimeout
+	// A session between pages holds no connection for long: the pool
+	// reconnects (with the password it keeps for that) when the person
+	// comes back.
+	cfg.MaxConnIdleTime = min(s.opts.IdleTimeout, time.Minute)
 	return cfg, nil
 }
 
