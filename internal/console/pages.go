@@ -217,8 +217,11 @@ type trustKeyRow struct {
 }
 
 type skillsData struct {
-	Skills section[skillRow]
-	Trust  section[trustKeyRow]
+	Skills  section[skillRow]
+	Trust   section[trustKeyRow]
+	IsAdmin bool // ledger_skill_admin: the lifecycle's forms are shown
+	Flash   string
+	Error   string
 }
 
 const (
@@ -229,8 +232,12 @@ FROM ledger.skill_trust_keys ORDER BY publisher, added_at`
 )
 
 func (s *Server) skillsPage(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.renderSkills(w, r, sess, http.StatusOK, skillsData{})
+}
+
+func (s *Server) renderSkills(w http.ResponseWriter, r *http.Request, sess *session, status int, d skillsData) {
 	ctx := r.Context()
-	var d skillsData
+	d.IsAdmin = sess.has("ledger_skill_admin")
 	var err error
 	d.Skills, err = load(ctx, sess, "skill status", querySkills, func(row pgx.CollectableRow) (skillRow, error) {
 		var k skillRow
@@ -250,7 +257,7 @@ func (s *Server) skillsPage(w http.ResponseWriter, r *http.Request, sess *sessio
 		s.dbFail(w, sess, "skills", err)
 		return
 	}
-	s.render(w, http.StatusOK, "skills", s.page(sess, "Skills", "skills", d))
+	s.render(w, status, "skills", s.page(sess, "Skills", "skills", d))
 }
 
 type checkpointRow struct {

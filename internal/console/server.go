@@ -130,6 +130,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /health", s.signedIn(s.healthPage))
 	mux.HandleFunc("GET /quotas", s.signedIn(s.quotasPage))
 	mux.HandleFunc("GET /skills", s.signedIn(s.skillsPage))
+	mux.HandleFunc("POST /skills/{id}", s.signedIn(s.skillLifecycle))
 	mux.HandleFunc("GET /log", s.signedIn(s.logPage))
 	mux.HandleFunc("POST /log/verify", s.signedIn(s.verifyUpload))
 	return s.secure(mux)
