@@ -4548,6 +4548,13 @@ CREATE INDEX queue_lease_idx ON ledger.queue USING btree (lease_expires_at) WHER
 
 
 --
+-- Name: request_status_error_submitted_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_error_submitted_idx ON ledger.request_status USING btree (submitted_at, id) WHERE (error_kind IS NOT NULL);
+
+
+--
 -- Name: request_status_idempotency_idx; Type: INDEX; Schema: ledger; Owner: -
 --
 
@@ -4559,6 +4566,13 @@ CREATE UNIQUE INDEX request_status_idempotency_idx ON ledger.request_status USIN
 --
 
 CREATE INDEX request_status_principal_submitted_idx ON ledger.request_status USING btree (principal, submitted_at, id);
+
+
+--
+-- Name: request_status_run_submitted_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_run_submitted_idx ON ledger.request_status USING btree (run_id, submitted_at, id) WHERE (run_id IS NOT NULL);
 
 
 --

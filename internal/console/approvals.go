@@ -51,7 +51,11 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request, sess *ses
 }
 
 func (s *Server) fillApprovals(ctx context.Context, sess *session, d *approvalsData) error {
-	rows, err := sess.pool.Query(ctx, queryAwaiting)
+	q := queryAwaiting
+	if sess.readsQueue() {
+		q = queryAwaitingQueued
+	}
+	rows, err := sess.pool.Query(ctx, q)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ func BenchmarkPages(b *testing.B) {
 	w.loginURL = u.String()
 	w.alice = w.newLogin(b, "alice", "ledger_submitter")
 	w.audrey = w.newLogin(b, "", "ledger_auditor")
+	w.carol = w.newLogin(b, "carol", "ledger_approver")
 	ctx := context.Background()
 	start := time.Now()
 	// 100 principals (alice is one), a run per 50 requests, a mix of
@@ -53,11 +54,16 @@ SELECT gen_random_uuid(),
        t, CASE WHEN s.state IN ('succeeded', 'failed', 'denied') THEN t + interval '20 ms' END
 FROM generate_series(1, $1) AS i,
      LATERAL (SELECT CASE WHEN i % 97 = 0 THEN 'failed' WHEN i % 89 = 0 THEN 'denied' WHEN i % 1000 = 1 THEN 'pending'
-                          ELSE 'succeeded' END AS state,
+                          WHEN i % 5000 = 2 THEN 'awaiting_approval' ELSE 'succeeded' END AS state,
                      now() - interval '30 days' * (1 - i::float8 / $1) AS t) s`, n); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := w.db.Pool.Exec(ctx, "ANALYZE ledger.request_status"); err != nil {
+	// The requests that are not final are in the queue too.
+	if _, err := w.db.Pool.Exec(ctx, `INSERT INTO ledger.queue (id, state, available_at)
+SELECT id, state, submitted_at FROM ledger.request_status WHERE state IN ('pending', 'awaiting_approval')`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := w.db.Pool.Exec(ctx, "ANALYZE ledger.request_status, ledger.queue"); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("%d requests written in %s", n, time.Since(start).Round(time.Millisecond))
@@ -66,6 +72,8 @@ FROM generate_series(1, $1) AS i,
 	auditor.mustSignIn(w.audrey)
 	submitter := newClient(b, ts)
 	submitter.mustSignIn(w.alice)
+	approver := newClient(b, ts)
+	approver.mustSignIn(w.carol)
 
 	// A cursor from the middle of the list: a deep page.
 	var mid string
@@ -89,13 +97,19 @@ WHERE principal = 'p7' ORDER BY submitted_at LIMIT 1 OFFSET 100`).Scan(&one, &ru
 		{"auditor/requests-failed", auditor, "/requests?state=failed"},
 		{"auditor/requests-run", auditor, "/requests?principal=p7&run=" + run},
 		{"auditor/requests-key", auditor, "/requests?principal=p7&key=" + key},
+		{"auditor/requests-run-only", auditor, "/requests?run=" + run},
+		{"auditor/requests-pending", auditor, "/requests?state=pending"},
+		{"auditor/requests-timed-out", auditor, "/requests?error_kind=timed_out"},
 		{"auditor/request", auditor, "/requests/" + one},
+		{"auditor/approvals", auditor, "/approvals"},
+		{"approver/approvals", approver, "/approvals"},
 		{"submitter/requests", submitter, "/requests"},
 		{"submitter/requests-failed", submitter, "/requests?state=failed"},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			code, body := p.c.get(p.path)
-			if code != http.StatusOK || (strings.Contains(p.path, "/requests?") || p.path == "/requests") && len(requestLink.FindAllString(body, -1)) == 0 {
+			if code != http.StatusOK || (strings.Contains(p.path, "/requests?") || p.path == "/requests") && !strings.Contains(p.path, "timed_out") &&
+				len(requestLink.FindAllString(body, -1)) == 0 {
 				b.Fatalf("%s: %d, %d rows\n%s", p.path, code, len(requestLink.FindAllString(body, -1)), body)
 			}
 			times := make([]time.Duration, 0, b.N)

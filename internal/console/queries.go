@@ -26,6 +26,13 @@ FROM ledger.audit_trail WHERE request_id = $1 ORDER BY position, kind`
 	queryAwaiting = `SELECT id, principal, tool, run_id, 'sha256:' || encode(input_digest, 'hex'), submitted_at
 FROM ledger.request_status WHERE state = 'awaiting_approval'
 ORDER BY submitted_at, id LIMIT 200`
+	// queryAwaitingQueued is queryAwaiting for a login that reads the
+	// queue: the requests that wait are found through it (the queue holds
+	// only what is not final), not by walking every request.
+	queryAwaitingQueued = `SELECT id, principal, tool, run_id, 'sha256:' || encode(input_digest, 'hex'), submitted_at
+FROM ledger.request_status
+WHERE state = 'awaiting_approval' AND id IN (SELECT q.id FROM ledger.queue q WHERE q.state = 'awaiting_approval')
+ORDER BY submitted_at, id LIMIT 200`
 
 	// queryRequestedInput reads a request's tool.requested payload (its
 	// input as recorded): only logins that read the log may.

@@ -104,7 +104,9 @@ func parseRequestFilter(q url.Values) (requestFilter, error) {
 }
 
 // sql is the list's statement for f, asking for one row more than a page.
-func (f requestFilter) sql() (string, []any) {
+// readsQueue: the login may read ledger.queue, which holds exactly the
+// requests that are not final.
+func (f requestFilter) sql(readsQueue bool) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, vals ...any) {
@@ -117,6 +119,21 @@ func (f requestFilter) sql() (string, []any) {
 	}
 	if f.State != "" {
 		add("state = $%d", f.State)
+		switch ledger.State(f.State) {
+		case ledger.StateFailed, ledger.StateDenied, ledger.StateCancelled:
+			// Every such row has an error kind (the executor refuses a
+			// final state whose error kind disagrees): the failures'
+			// index serves the filter.
+			conds = append(conds, "error_kind IS NOT NULL")
+		case ledger.StateSucceeded:
+		default:
+			// Not final: the request is in the queue, a small table,
+			// and the rows are found through it rather than by walking
+			// every request.
+			if readsQueue {
+				add("id IN (SELECT q.id FROM ledger.queue q WHERE q.state = $%d)", f.State)
+			}
+		}
 	}
 	if f.Tool != "" {
 		add("tool = $%d", f.Tool)
@@ -225,7 +242,7 @@ func (s *Server) requestsPage(w http.ResponseWriter, r *http.Request, sess *sess
 }
 
 func (s *Server) listRequests(r *http.Request, sess *session, f requestFilter) ([]requestRow, error) {
-	q, args := f.sql()
+	q, args := f.sql(sess.readsQueue())
 	rows, err := sess.pool.Query(r.Context(), q, args...)
 	if err != nil {
 		return nil, err

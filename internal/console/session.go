@@ -42,6 +42,11 @@ func (s *session) readsLog() bool {
 	return s.has("ledger_auditor") || s.has("ledger_admin") || s.has("ledger_executor")
 }
 
+// readsQueue says whether the login may read ledger.queue.
+func (s *session) readsQueue() bool {
+	return s.has("ledger_auditor") || s.has("ledger_admin") || s.has("ledger_executor")
+}
+
 // sessionStore keeps the sessions by the SHA-256 of their cookie value, so
 // that the map holds nothing a reader of memory could replay directly.
 type sessionStore struct {
