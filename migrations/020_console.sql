@@ -16,3 +16,6 @@ CREATE INDEX request_status_submitted_idx ON ledger.request_status (submitted_at
 CREATE INDEX request_status_principal_submitted_idx ON ledger.request_status (principal, submitted_at, id);
 CREATE INDEX request_status_run_submitted_idx ON ledger.request_status (run_id, submitted_at, id) WHERE run_id IS NOT NULL;
 CREATE INDEX request_status_error_submitted_idx ON ledger.request_status (submitted_at, id) WHERE error_kind IS NOT NULL;
+-- The failures of one error kind, for a filter by a kind that is rare or
+-- absent (a range, not a walk of every failure).
+CREATE INDEX request_status_error_kind_submitted_idx ON ledger.request_status (error_kind, submitted_at, id) WHERE error_kind IS NOT NULL;

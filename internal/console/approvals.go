@@ -51,9 +51,9 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request, sess *ses
 }
 
 func (s *Server) fillApprovals(ctx context.Context, sess *session, d *approvalsData) error {
-	q := queryAwaiting
-	if sess.readsQueue() {
-		q = queryAwaitingQueued
+	q := queryAwaitingOwn
+	if sess.has("ledger_approver") || sess.has("ledger_auditor") || sess.has("ledger_admin") {
+		q = queryAwaiting
 	}
 	rows, err := sess.pool.Query(ctx, q)
 	if err != nil {

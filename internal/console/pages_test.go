@@ -199,6 +199,18 @@ func TestApprovals(t *testing.T) {
 		w.waitState(t, id, "awaiting_approval")
 	}
 
+	// A submitter sees its own waiting requests; the SQL list is for
+	// approvers, auditors and administrators.
+	alice := newClient(t, ts)
+	alice.mustSignIn(w.alice)
+	if _, page := alice.get("/approvals"); !strings.Contains(page, other.String()) || strings.Contains(page, mine.String()) ||
+		strings.Contains(page, `name="decision"`) {
+		t.Fatalf("alice's approvals page:\n%s", page)
+	}
+	if _, err := w.alice.Pool.Exec(context.Background(), "SELECT * FROM ledger.awaiting_approval()"); err == nil || !strings.Contains(err.Error(), "42501") {
+		t.Fatalf("a submitter calls ledger.awaiting_approval: %v", err)
+	}
+
 	bob := newClient(t, ts)
 	bob.mustSignIn(w.bob)
 	_, page := bob.get("/approvals")

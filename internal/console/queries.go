@@ -21,17 +21,13 @@ FROM ledger.request_status WHERE id = $1`
        coalesce(determining_policies, '{}'), policy_digest, approver, state, error_kind, resources
 FROM ledger.audit_trail WHERE request_id = $1 ORDER BY position, kind`
 
-	// queryAwaiting is what waits for an approver: requests in
-	// awaiting_approval, oldest first, that the login may see.
-	queryAwaiting = `SELECT id, principal, tool, run_id, 'sha256:' || encode(input_digest, 'hex'), submitted_at
+	// queryAwaiting is what waits for an approver: ledger.awaiting_approval,
+	// the SQL API's list (through the queue), oldest first.
+	queryAwaiting = `SELECT id, principal, tool, run_id, input_digest, submitted_at FROM ledger.awaiting_approval(200)`
+	// queryAwaitingOwn is what a login that may not call it (a submitter)
+	// sees: its own principal's waiting requests, by row security.
+	queryAwaitingOwn = `SELECT id, principal, tool, run_id, 'sha256:' || encode(input_digest, 'hex'), submitted_at
 FROM ledger.request_status WHERE state = 'awaiting_approval'
-ORDER BY submitted_at, id LIMIT 200`
-	// queryAwaitingQueued is queryAwaiting for a login that reads the
-	// queue: the requests that wait are found through it (the queue holds
-	// only what is not final), not by walking every request.
-	queryAwaitingQueued = `SELECT id, principal, tool, run_id, 'sha256:' || encode(input_digest, 'hex'), submitted_at
-FROM ledger.request_status
-WHERE state = 'awaiting_approval' AND id IN (SELECT q.id FROM ledger.queue q WHERE q.state = 'awaiting_approval')
 ORDER BY submitted_at, id LIMIT 200`
 
 	// queryRequestedInput reads a request's tool.requested payload (its
