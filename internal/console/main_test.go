@@ -1,3 +1,8 @@
+//go:build unix
+
+// The tests start a private PostgreSQL server (internal/pgcluster), which
+// runs on Unix systems only.
+
 package console_test
 
 import (
