@@ -306,7 +306,6 @@ type requestPageData struct {
 	LogNote        string
 	Attestation    *attestationCheck
 	Proofs         *proofCheck
-	MayCancel      bool
 	CanDownload    bool
 	ApprovalPrompt bool
 }
