@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // chart is a bar chart drawn as inline SVG on the server: no script, no
@@ -45,16 +46,27 @@ func barChart(title, class string, labels []string, values []int64) chart {
 	return c
 }
 
-func quotaCharts(rows []bucketRow) []chart {
-	labels := make([]string, len(rows))
+// quotaCharts draws one bar per hour from since, for hours hours: an
+// hour with no bucket is a zero, so the axis is time.
+func quotaCharts(rows []bucketRow, since time.Time, hours int) []chart {
+	labels := make([]string, hours)
 	series := map[string][]int64{}
-	for i, b := range rows {
-		labels[i] = b.Start.UTC().Format("01-02 15:00")
-		series["allowed"] = append(series["allowed"], b.Allowed)
-		series["denied"] = append(series["denied"], b.Denied)
-		series["fuel"] = append(series["fuel"], b.Fuel)
-		series["cpu"] = append(series["cpu"], b.CPU)
-		series["wall"] = append(series["wall"], b.Wall)
+	for _, k := range []string{"allowed", "denied", "fuel", "cpu", "wall"} {
+		series[k] = make([]int64, hours)
+	}
+	for i := range hours {
+		labels[i] = since.Add(time.Duration(i) * time.Hour).UTC().Format("01-02 15:00")
+	}
+	for _, b := range rows {
+		i := int(b.Start.Sub(since) / time.Hour)
+		if i < 0 || i >= hours {
+			continue
+		}
+		series["allowed"][i] += b.Allowed
+		series["denied"][i] += b.Denied
+		series["fuel"][i] += b.Fuel
+		series["cpu"][i] += b.CPU
+		series["wall"][i] += b.Wall
 	}
 	return []chart{
 		barChart("Calls allowed per hour", "ok", labels, series["allowed"]),

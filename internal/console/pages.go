@@ -191,7 +191,7 @@ func (s *Server) quotasPage(w http.ResponseWriter, r *http.Request, sess *sessio
 			err := row.Scan(&b.Start, &b.Allowed, &b.Denied, &b.Fuel, &b.CPU, &b.Wall)
 			return b, err
 		}, d.Principal, since)
-		d.Charts = quotaCharts(d.Buckets.Rows)
+		d.Charts = quotaCharts(d.Buckets.Rows, since, 49)
 	}
 	if err != nil {
 		s.dbFail(w, sess, "quotas", err)
