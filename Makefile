@@ -60,6 +60,7 @@ bench: deps
 	$(GO) test -count=1 -run '^TestSpawnCost$$' -v ./internal/sandbox/processrun/ -spawn.rounds 9 -spawn.self "$$PWD/$(BIN)"
 	$(GO) test -run '^$$' -bench 'TrivialSkill|RawWazero' -count 6 -benchtime 20000x ./internal/sandbox/wasmrun/
 	$(GO) test -run '^$$' -bench 'CPUHeavy' -count 3 -benchtime 10x ./internal/sandbox/wasmrun/
+	$(GO) test -run '^$$' -bench 'Pages' -benchtime 200x -timeout 60m ./internal/console/
 
 ## chaos: the chaos scenarios at full size (kill -9 an executor mid-load, restart PostgreSQL
 ## under load, two executor processes, fail over from a killed primary to its synchronous

@@ -681,6 +681,42 @@ END $$;
 
 
 --
+-- Name: awaiting_approval(integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.awaiting_approval(p_limit integer DEFAULT 200) RETURNS TABLE(id uuid, principal text, tool text, run_id text, input_digest text, submitted_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+BEGIN
+    IF NOT (pg_has_role(session_user, 'ledger_approver', 'MEMBER') OR pg_has_role(session_user, 'ledger_auditor', 'MEMBER')
+            OR pg_has_role(session_user, 'ledger_admin', 'MEMBER')) THEN
+        RAISE EXCEPTION 'ledger.awaiting_approval: login role "%" is not an approver, auditor or administrator', session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10000 THEN
+        RAISE EXCEPTION 'ledger.awaiting_approval: limit % is not between 1 and 10000', p_limit
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT r.id, r.principal, r.tool, r.run_id, 'sha256:' || encode(r.input_digest, 'hex'), r.submitted_at
+    FROM ledger.queue q JOIN ledger.request_status r ON r.id = q.id
+    WHERE q.state = 'awaiting_approval' AND r.state = 'awaiting_approval'
+    ORDER BY r.submitted_at, r.id
+    LIMIT p_limit;
+END
+$$;
+
+
+--
+-- Name: FUNCTION awaiting_approval(p_limit integer); Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON FUNCTION ledger.awaiting_approval(p_limit integer) IS 'The requests that wait for approval, oldest first (approvers, auditors, administrators).';
+
+
+--
 -- Name: cancel(uuid, text); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -4548,10 +4584,45 @@ CREATE INDEX queue_lease_idx ON ledger.queue USING btree (lease_expires_at) WHER
 
 
 --
+-- Name: request_status_error_kind_submitted_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_error_kind_submitted_idx ON ledger.request_status USING btree (error_kind, submitted_at, id) WHERE (error_kind IS NOT NULL);
+
+
+--
+-- Name: request_status_error_submitted_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_error_submitted_idx ON ledger.request_status USING btree (submitted_at, id) WHERE (error_kind IS NOT NULL);
+
+
+--
 -- Name: request_status_idempotency_idx; Type: INDEX; Schema: ledger; Owner: -
 --
 
 CREATE UNIQUE INDEX request_status_idempotency_idx ON ledger.request_status USING btree (principal, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+
+--
+-- Name: request_status_principal_submitted_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_principal_submitted_idx ON ledger.request_status USING btree (principal, submitted_at, id);
+
+
+--
+-- Name: request_status_run_submitted_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_run_submitted_idx ON ledger.request_status USING btree (run_id, submitted_at, id) WHERE (run_id IS NOT NULL);
+
+
+--
+-- Name: request_status_submitted_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX request_status_submitted_idx ON ledger.request_status USING btree (submitted_at, id);
 
 
 --
@@ -4987,6 +5058,16 @@ REVOKE ALL ON FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigi
 
 REVOKE ALL ON FUNCTION ledger.approve(request_id uuid, note text, input_digest text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.approve(request_id uuid, note text, input_digest text) TO ledger_approver;
+
+
+--
+-- Name: FUNCTION awaiting_approval(p_limit integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.awaiting_approval(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.awaiting_approval(p_limit integer) TO ledger_approver;
+GRANT ALL ON FUNCTION ledger.awaiting_approval(p_limit integer) TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.awaiting_approval(p_limit integer) TO ledger_admin;
 
 
 --

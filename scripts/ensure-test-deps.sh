@@ -10,6 +10,8 @@
 #   - bubblewrap, for the sandbox tests (tier C and the seccomp filter);
 #   - curl, the client tier C's egress tests run inside the sandbox;
 #   - make and git, launchers the sandbox tests show confined;
+#   - chromium, the headless browser the web console's tests drive
+#     (internal/console, through the DevTools protocol);
 #   - wabt, whose wat2wasm builds the WebAssembly text modules the fuel
 #     metering tests (internal/wasm/meter) run;
 #   - node and npm, and the MCP TypeScript SDK from npm in testdata/mcp-node
@@ -47,6 +49,7 @@ command -v git >/dev/null 2>&1 || apt_install git
 command -v wat2wasm >/dev/null 2>&1 || apt_install wabt
 command -v node >/dev/null 2>&1 || apt_install nodejs
 command -v npm >/dev/null 2>&1 || apt_install npm
+command -v chromium >/dev/null 2>&1 || apt_install chromium
 
 # The npm client of the MCP end-to-end test, again whenever the lock file
 # is newer than what was installed.

@@ -24,23 +24,27 @@ import (
 // devDatabase is the database `execledger dev` keeps in its embedded cluster.
 const devDatabase = "execledger"
 
-// demoSQL maps the connecting role to principal "demo" and makes two login
-// roles, demo_alice and demo_bob, for trying the SQL API by hand. It only
-// adds what is missing.
+// demoSQL maps the connecting role to principal "demo" and makes login
+// roles for trying the SQL API and the console by hand: demo_alice and
+// demo_bob (submitters), demo_approver and demo_auditor. It only adds what
+// is missing.
 const demoSQL = `
 INSERT INTO ledger.principals (login_role, principal) VALUES (current_user, 'demo') ON CONFLICT DO NOTHING;
 DO $$
 DECLARE r text;
 BEGIN
-    FOREACH r IN ARRAY ARRAY['demo_alice', 'demo_bob'] LOOP
+    FOREACH r IN ARRAY ARRAY['demo_alice', 'demo_bob', 'demo_approver', 'demo_auditor'] LOOP
         BEGIN
             EXECUTE format('CREATE ROLE %I LOGIN', r);
         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
         END;
-        EXECUTE format('GRANT ledger_submitter TO %I', r);
+        EXECUTE format('GRANT %I TO %I', CASE r WHEN 'demo_approver' THEN 'ledger_approver'
+                                                WHEN 'demo_auditor' THEN 'ledger_auditor' ELSE 'ledger_submitter' END, r);
     END LOOP;
 END $$;
-INSERT INTO ledger.principals (login_role, principal) VALUES ('demo_alice', 'alice'), ('demo_bob', 'bob') ON CONFLICT DO NOTHING;
+INSERT INTO ledger.principals (login_role, principal)
+VALUES ('demo_alice', 'alice'), ('demo_bob', 'bob'), ('demo_approver', 'approver'), ('demo_auditor', 'auditor')
+ON CONFLICT DO NOTHING;
 `
 
 // demoPolicy is the Cedar policy `execledger dev` authorizes against when
@@ -106,6 +110,7 @@ func devServices(cfg config.Config, logger *slog.Logger) (services, error) {
 	if err := svc.loadLogKeys(cfg.Sealer, noteKey); err != nil {
 		return services{}, err
 	}
+	svc.noteKeyFile = noteKey
 	return svc, nil
 }
 
@@ -113,20 +118,24 @@ func devServices(cfg config.Config, logger *slog.Logger) (services, error) {
 const devLogOrigin = "execledger.dev/log"
 
 func newDevCmd(e *env) *cobra.Command {
+	withConsole := true
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Start an embedded PostgreSQL (unless DATABASE_URL is set), migrate it and serve",
 		Long: `Dev starts an embedded PostgreSQL in [dev] data_dir unless DATABASE_URL is set, migrates
 it, adds the demo principals and login roles, and serves as serve does: with the configured
 policy and keys, or a demo policy and keys it generates beside the data directory.
+It serves the web console too (console.listen; --console=false turns it off) and prints its URL;
+on the embedded server, which checks no passwords, any password signs a demo login in.
 Ctrl-C stops the service and the embedded database.`,
 		Example: `  execledger dev
   execledger dev --config execledger.toml`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDev(cmd.Context(), e)
+			return runDev(cmd.Context(), e, withConsole)
 		},
 	}
+	cmd.Flags().BoolVar(&withConsole, "console", true, "serve the web console on console.listen")
 	e.configFlag(cmd)
 	return cmd
 }
@@ -137,11 +146,12 @@ type embeddedDB interface {
 	Err() error
 }
 
-func runDev(ctx context.Context, e *env) error {
+func runDev(ctx context.Context, e *env, withConsole bool) error {
 	cfg, err := e.loadConfig(e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
+	cfg.Console.Enabled = withConsole
 	logger := e.logger(cfg)
 	svc, err := devServices(cfg, logger)
 	if err != nil {
@@ -159,6 +169,10 @@ func runDev(ctx context.Context, e *env) error {
 		}
 		defer stop()
 		cluster, urlFile = c, file
+		// The embedded server trusts local logins (it listens on loopback
+		// only): the console may sign the demo logins in without a
+		// password check.
+		cfg.Console.AllowUncheckedPasswords = true
 	}
 
 	tp, stopTracing, err := e.startTracing(ctx, logger)
@@ -197,6 +211,15 @@ func runDev(ctx context.Context, e *env) error {
   Policy: demo and alice may run echo and sleep; bob may sleep but not echo.
 Ctrl-C stops the service and the embedded database.
 `, v, cfg.Database.URL, where)
+	if cfg.Console.Enabled {
+		svc.consoleReady = func(u string) {
+			fmt.Fprintf(e.io.out, "Console: %s  (sign in as demo_alice, demo_approver or demo_auditor", u)
+			if cfg.Console.AllowUncheckedPasswords {
+				fmt.Fprint(e.io.out, "; the embedded server checks no password, any will do")
+			}
+			fmt.Fprintln(e.io.out, ")")
+		}
+	}
 
 	err = serve(ctx, cfg, pool, logger, svc)
 	if cluster != nil && cluster.Err() != nil {

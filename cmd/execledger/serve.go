@@ -32,28 +32,32 @@ import (
 )
 
 func newServeCmd(e *env) *cobra.Command {
+	var withConsole bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the executor and the operations endpoints against DATABASE_URL",
 		Long: `Serve runs the executor loops, the projection engine and the Merkle log's sealer, and the
 operations endpoints /healthz, /readyz and /metrics ([serve] listen). It refuses an
-unmigrated database, a missing policy or a missing key. SIGINT or SIGTERM stops it.`,
+unmigrated database, a missing policy or a missing key. --console (or [console] enabled) serves
+the web console too, as execledger console does. SIGINT or SIGTERM stops it.`,
 		Example: `  DATABASE_URL=postgres://execledger@db/execledger execledger serve --config /etc/execledger.toml
   EXECLEDGER_SERVE_LISTEN=127.0.0.1:9090 execledger serve`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServe(cmd.Context(), e)
+			return runServe(cmd.Context(), e, withConsole)
 		},
 	}
+	cmd.Flags().BoolVar(&withConsole, "console", false, "serve the web console too, on console.listen")
 	e.configFlag(cmd)
 	return cmd
 }
 
-func runServe(ctx context.Context, e *env) error {
+func runServe(ctx context.Context, e *env, withConsole bool) error {
 	cfg, err := e.loadConfig(e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
+	cfg.Console.Enabled = cfg.Console.Enabled || withConsole
 	logger := e.logger(cfg)
 	var svc services
 	if cfg.Executor.Enabled {
@@ -88,6 +92,12 @@ type services struct {
 	witnesses []note.Verifier
 	// tracing receives a trace per request (nil: tracing is off).
 	tracing *tracing.Provider
+	// noteKeyFile is the log's note key file when it is not
+	// sealer.note_key_file (dev's generated one): the console reads its
+	// .pub to check checkpoints.
+	noteKeyFile string
+	// consoleReady, when set, gets the console's URL once it listens.
+	consoleReady func(url string)
 }
 
 // loadServices reads the policy files and the signing key. Both are
@@ -144,7 +154,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	ops := opsserver.New(pool, logger, opsserver.Config{QuotaTopK: cfg.Serve.QuotaMetricsTopK, Label: cfg.Serve.Label})
 	if cfg.Serve.Listen != "" {
 		wg.Go(func() {
@@ -153,6 +163,18 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 					slog.String("metrics", "http://"+a.String()+"/metrics"))
 			})
 			if err != nil {
+				errs <- err
+				cancel()
+			}
+		})
+	}
+	if cfg.Console.Enabled {
+		keys, err := consoleKeys(cfg, svc.signer, svc.noteKeyFile, logger)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			if err := runConsole(ctx, cfg, keys, logger, svc.consoleReady); err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()
 			}

@@ -121,14 +121,20 @@ func TestServeRunsRequestsAndExposesMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	environ := append([]string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=" + addr, "EXECLEDGER_SERVE_LABEL=x1"}, serviceFiles(t)...)
+	consoleAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	environ := append([]string{"DATABASE_URL=" + db.URL, "EXECLEDGER_SERVE_LISTEN=" + addr, "EXECLEDGER_SERVE_LABEL=x1",
+		"EXECLEDGER_CONSOLE_LISTEN=" + consoleAddr}, serviceFiles(t)...)
 	// Submitted before serve starts: the executor picks it up.
 	if r := execute(t, []string{"DATABASE_URL=" + db.URL}, "", "submit", "sleep", `{"ms":1}`); r.code != exitOK {
 		t.Fatal(r)
 	}
-	stop, out := startCommand(t, environ, "serve")
+	stop, out := startCommand(t, environ, "serve", "--console")
 	if code, body := httpGet(t, "http://"+addr+"/healthz"); code != 200 || body != "ok\n" {
 		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	// serve --console serves the console beside the executor.
+	if code, body := httpGet(t, "http://"+consoleAddr+"/signin"); code != 200 || !strings.Contains(body, `id="signin"`) {
+		t.Fatalf("console /signin: %d", code)
 	}
 	if code, _ := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
 		t.Fatalf("/readyz: %d", code)
@@ -164,7 +170,9 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	environ := []string{"EXECLEDGER_DEV_DATA_DIR=" + parent + "/pgdata", "EXECLEDGER_SERVE_LISTEN=" + addr}
+	consoleAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	environ := []string{"EXECLEDGER_DEV_DATA_DIR=" + parent + "/pgdata", "EXECLEDGER_SERVE_LISTEN=" + addr,
+		"EXECLEDGER_CONSOLE_LISTEN=" + consoleAddr}
 	if _, err := os.Stat(parent + "/attest.key"); err == nil {
 		t.Fatal("setup: a key exists before dev made one")
 	}
@@ -175,6 +183,13 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	url := regexp.MustCompile(`DATABASE_URL='([^']+)'`).FindStringSubmatch(out.String())
 	if url == nil {
 		t.Fatalf("dev printed no DATABASE_URL:\n%s", out.String())
+	}
+	// dev serves the console and prints its URL (before it accepts).
+	if code, body := httpGet(t, "http://"+consoleAddr+"/signin"); code != 200 || !strings.Contains(body, `id="signin"`) {
+		t.Fatalf("console /signin: %d", code)
+	}
+	if !strings.Contains(out.String(), "Console: http://"+consoleAddr+"/") {
+		t.Errorf("dev printed no console URL:\n%s", out.String())
 	}
 	// The demo principal can submit, and demo_alice sees only alice's rows.
 	if r := execute(t, []string{"DATABASE_URL=" + url[1]}, "", "submit", "echo", `{"text":"dev"}`, "--wait", "--timeout", "30s"); r.code != exitOK {

@@ -52,6 +52,7 @@ type Config struct {
 	Wasm      Wasm      `toml:"wasm"`
 	Skills    Skills    `toml:"skills"`
 	MCP       MCP       `toml:"mcp"`
+	Console   Console   `toml:"console"`
 	Dev       Dev       `toml:"dev"`
 }
 
@@ -240,10 +241,11 @@ func Default() Config {
 			Background: true, MaxBackground: 16, MaxBackgroundPerRun: 4, MaxBackgroundLifetime: Duration{30 * time.Minute},
 			Cgroups: "auto", UIDBase: ProcessUIDBase, UIDCount: ProcessUIDCount,
 			WorkspaceTTL: Duration{2 * time.Hour}, WorkspaceSweepInterval: Duration{ProcessWorkspaceSweepInterval}},
-		Wasm:   defaultWasm(),
-		Skills: defaultSkills(),
-		MCP:    defaultMCP(),
-		Dev:    Dev{DataDir: filepath.Join(".execledger", "pgdata")},
+		Wasm:    defaultWasm(),
+		Skills:  defaultSkills(),
+		MCP:     defaultMCP(),
+		Console: defaultConsole(),
+		Dev:     Dev{DataDir: filepath.Join(".execledger", "pgdata")},
 	}
 }
 
@@ -380,6 +382,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Wasm.validate()...)
 	errs = append(errs, c.Skills.validate()...)
 	errs = append(errs, c.MCP.validate()...)
+	errs = append(errs, c.Console.validate()...)
 	if c.Dev.DataDir == "" {
 		errs = append(errs, errors.New("dev.data_dir: must not be empty"))
 	}
