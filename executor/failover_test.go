@@ -145,7 +145,7 @@ func TestChaosFailover(t *testing.T) {
 	if err := <-promoted; err != nil {
 		t.Fatal(err)
 	}
-	waitAllFinal(t, pool, n, patienceFor(t))
+	waitAllFinal(t, pool, n)
 
 	// Every acknowledged id exists, once; no other request exists.
 	var found int

@@ -15,6 +15,7 @@ import (
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/testrepl"
+	"github.com/execledger/execledger/internal/witness"
 	"github.com/execledger/execledger/ledger"
 )
 
@@ -112,10 +113,10 @@ func TestReplicaReadsAndFailover(t *testing.T) {
 	}
 
 	// A witness cosigns the newest checkpoint before the failover.
-	witness := []string{"DATABASE_URL=" + testrepl.WithUser(writer, "auditor")}
+	witnessEnv := []string{"DATABASE_URL=" + testrepl.WithUser(writer, "auditor")}
 	witnessArgs := []string{"witness", "--log-key", logKey + ".pub", "--key", witKey, "--state", state, "--once", "--json"}
-	var before witnessPass
-	if r := execute(t, witness, "", witnessArgs...); r.code != exitOK || json.Unmarshal([]byte(r.stdout), &before) != nil || before.Result != "cosigned" {
+	var before witness.Pass
+	if r := execute(t, witnessEnv, "", witnessArgs...); r.code != exitOK || json.Unmarshal([]byte(r.stdout), &before) != nil || before.Result != "cosigned" {
 		t.Fatalf("witness before the failover: %+v", r)
 	}
 
@@ -161,8 +162,8 @@ func TestReplicaReadsAndFailover(t *testing.T) {
 		return r.code == exitOK && json.Unmarshal([]byte(r.stdout), &rep) == nil && rep.OK && rep.Requests == 6 && rep.ReadModel.Pending == 0 &&
 			len(rep.ReadModel.Tables) > 0
 	})
-	var passed witnessPass
-	if r := execute(t, witness, "", witnessArgs...); r.code != exitOK || json.Unmarshal([]byte(r.stdout), &passed) != nil || passed.Result != "cosigned" ||
+	var passed witness.Pass
+	if r := execute(t, witnessEnv, "", witnessArgs...); r.code != exitOK || json.Unmarshal([]byte(r.stdout), &passed) != nil || passed.Result != "cosigned" ||
 		passed.TrustOnFirstUse || passed.StateSize != before.Size || passed.Size <= before.Size {
 		t.Fatalf("witness after the failover: %+v (before: size %d)", r, before.Size)
 	}
@@ -229,11 +230,11 @@ func startReplicatedServe(t *testing.T, pair *testrepl.Pair) replicatedServe {
 }
 
 // witness runs one pass of the witness on the writer URL as the auditor.
-func (rs replicatedServe) witness(t *testing.T) (witnessPass, result) {
+func (rs replicatedServe) witness(t *testing.T) (witness.Pass, result) {
 	t.Helper()
 	r := execute(t, []string{"DATABASE_URL=" + testrepl.WithUser(rs.writer, "auditor")}, "", "witness", "--log-key", rs.logKey+".pub",
 		"--key", rs.witKey, "--state", rs.state, "--once", "--json")
-	var p witnessPass
+	var p witness.Pass
 	_ = json.Unmarshal([]byte(r.stdout), &p)
 	return p, r
 }
