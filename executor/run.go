@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -208,7 +209,9 @@ func (r *runner) execute(j *job) (res Result) {
 // here fails that one call; letting it through would fail its whole
 // completion batch in the database, again at every retry.
 var (
-	reservedEvents = eventSet(func(e contract.Event) bool { return e.Stream == contract.RequestPrefix && !e.ToolRecorded })
+	reservedEvents = eventSet(func(e contract.Event) bool {
+		return slices.Contains(e.Streams, contract.RequestPrefix) && !e.ToolRecorded
+	})
 	toolEventTypes = eventSet(func(e contract.Event) bool { return e.ToolRecorded })
 )
 

@@ -9,8 +9,8 @@ import (
 // Event is one event type of the contract.
 type Event struct {
 	Type string
-	// Stream is the form of the streams it is written to (StreamForm).
-	Stream string
+	// Streams are the forms of the streams it is written to (StreamForm).
+	Streams []string
 	// Writers are the source files that write it, relative to the
 	// repository root: one, or several that write one payload shape.
 	Writers []string
@@ -48,104 +48,106 @@ const (
 // reads. Each type's payload members are DESIGN.md's and docs/bundle.md's.
 var Events = []Event{
 	// A request's life, on its stream.
-	{Type: "tool.requested", Stream: RequestPrefix, Writers: []string{sqlAPI + "submit.sql"},
+	{Type: "tool.requested", Streams: []string{RequestPrefix}, Writers: []string{sqlAPI + "submit.sql"},
 		Required: []string{"request_id", "principal", "tool", "input", "input_digest", "run_id", "idempotency_key", "context", "context_bound"}},
-	{Type: "request.claimed", Stream: RequestPrefix, Writers: []string{sqlExecutor + "claim_requests.sql"},
+	{Type: "request.claimed", Streams: []string{RequestPrefix}, Writers: []string{sqlExecutor + "claim_requests.sql"},
 		Required: []string{"request_id", "executor", "claim_id", "attempt", "lease_expires_at"}},
-	{Type: "policy.decided", Stream: RequestPrefix, Writers: []string{"executor/claimer.go"}, Request: true,
+	{Type: "policy.decided", Streams: []string{RequestPrefix}, Writers: []string{"executor/claimer.go"}, Request: true,
 		Required: []string{"request_id", "stage", "decision", "action", "origin", "policy_digest", "determining_policies", "errors",
 			"reason_code", "sensitive", "approved"},
 		Optional: []string{"error_kind", "message", "skill", "tool_reason"}},
-	{Type: "approval.requested", Stream: RequestPrefix, Writers: []string{"executor/claimer.go"}, Request: true,
+	{Type: "approval.requested", Streams: []string{RequestPrefix}, Writers: []string{"executor/claimer.go"}, Request: true,
 		Required: []string{"request_id", "tool", "input_digest", "reason", "expires_in_ms"}},
-	{Type: "approval.granted", Stream: RequestPrefix, Writers: []string{sqlAPI + "decide_approval.sql"},
+	{Type: "approval.granted", Streams: []string{RequestPrefix}, Writers: []string{sqlAPI + "decide_approval.sql"},
 		Required: approvalDecision},
-	{Type: "approval.denied", Stream: RequestPrefix, Writers: []string{sqlAPI + "decide_approval.sql", "executor/rescuer.go"}, Request: true,
+	{Type: "approval.denied", Streams: []string{RequestPrefix}, Writers: []string{sqlAPI + "decide_approval.sql", "executor/rescuer.go"}, Request: true,
 		Required: approvalDecision},
-	{Type: "budget.consumed", Stream: RequestPrefix, Writers: []string{"executor/claimer.go"}, Request: true,
+	{Type: "budget.consumed", Streams: []string{RequestPrefix}, Writers: []string{"executor/claimer.go"}, Request: true,
 		Required: []string{"request_id", "principal", "run_id", "used", "max_calls"}},
-	{Type: "execution.started", Stream: RequestPrefix, Writers: []string{"executor/claimer.go"}, Request: true,
+	{Type: "execution.started", Streams: []string{RequestPrefix}, Writers: []string{"executor/claimer.go"}, Request: true,
 		Required: []string{"request_id", "executor", "attempt", "tier", "timeout_ms"}},
-	{Type: "execution.finished", Stream: RequestPrefix, Writers: []string{"executor/completer.go"}, Request: true,
+	{Type: "execution.finished", Streams: []string{RequestPrefix}, Writers: []string{"executor/completer.go"}, Request: true,
 		Required: []string{"request_id", "state", "error_kind", "error", "output", "executor", "attempt", "tier", "timed_out",
 			"exit_status", "resources", "enforcement"}},
-	{Type: "request.cancelled", Stream: RequestPrefix, Writers: []string{sqlAPI + "cancel.sql", "executor/completer.go"}, Request: true,
+	{Type: "request.cancelled", Streams: []string{RequestPrefix}, Writers: []string{sqlAPI + "cancel.sql", "executor/completer.go"}, Request: true,
 		Required: []string{"request_id", "reason", "previous_state"}},
-	{Type: "lease.expired", Stream: RequestPrefix, Writers: []string{"executor/rescuer.go"}, Request: true,
+	{Type: "lease.expired", Streams: []string{RequestPrefix}, Writers: []string{"executor/rescuer.go"}, Request: true,
 		Required: []string{"request_id", "executor", "claim_id", "rescued_by", "action", "started", "safe_to_repeat"},
 		Optional: []string{"state", "error_kind", "error", "tier"}},
-	{Type: "attestation.signed", Stream: RequestPrefix, Writers: []string{"executor/attestation.go"}, Request: true,
+	{Type: "attestation.signed", Streams: []string{RequestPrefix}, Writers: []string{"executor/attestation.go"}, Request: true,
 		Required: []string{"request_id", "attestation_digest", "envelope", "key_id"}},
 	// What a tool's call records, on its request's stream (channel.message
 	// on its channel's).
-	{Type: "egress.connection", Stream: RequestPrefix, Writers: []string{"internal/sandbox/processrun/egress.go"}, Request: true, ToolRecorded: true,
+	// A call's connections, on its request's stream; a background
+	// process's, on its process stream.
+	{Type: "egress.connection", Streams: []string{RequestPrefix, ProcessPrefix}, Writers: []string{"internal/sandbox/processrun/egress.go"}, Request: true, ToolRecorded: true,
 		Required: []string{"host", "port", "method", "address", "allowed", "reason", "end", "bytes_up", "bytes_down",
 			"duration_ms", "started_at"},
 		Optional: []string{"detail"}},
-	{Type: "capability.used", Stream: RequestPrefix, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
+	{Type: "capability.used", Streams: []string{RequestPrefix}, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
 		Required: []string{"class", "name", "handle", "outcome"}, Optional: []string{"bytes", "status", "key"}},
-	{Type: "channel.published", Stream: RequestPrefix, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
+	{Type: "channel.published", Streams: []string{RequestPrefix}, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
 		Required: []string{"channel", "bytes", "sha256", "redacted"}},
-	{Type: "channel.message", Stream: ChannelPrefix, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
+	{Type: "channel.message", Streams: []string{ChannelPrefix}, Writers: []string{"internal/sandbox/wasmrun/callcaps.go"}, Request: true, ToolRecorded: true,
 		// message when it is JSON, else message_base64.
 		Required: []string{"channel"}, Optional: []string{"message", "message_base64"}},
 	// Runs.
-	{Type: "run.budget_set", Stream: RunPrefix, Writers: []string{sqlAPI + "set_run_budget.sql"},
+	{Type: "run.budget_set", Streams: []string{RunPrefix}, Writers: []string{sqlAPI + "set_run_budget.sql"},
 		Required: []string{"principal", "run_id", "max_calls"}},
-	{Type: "run.ended", Stream: RunPrefix, Writers: []string{sqlAPI + "end_run.sql"},
+	{Type: "run.ended", Streams: []string{RunPrefix}, Writers: []string{sqlAPI + "end_run.sql"},
 		Required: []string{"principal", "run_id", "reason"}},
 	// Background processes, on their process streams.
-	{Type: "process.started", Stream: ProcessPrefix, Writers: []string{"ledger/processes.go"},
+	{Type: "process.started", Streams: []string{ProcessPrefix}, Writers: []string{"ledger/processes.go"},
 		Required: []string{"handle", "request_id", "principal", "run_id", "owner", "owner_role", "executor", "tier", "mode", "command",
 			"args", "pid", "pid_start", "started_at", "expires_at", "lifetime_ms"}},
-	{Type: "process.stop_requested", Stream: ProcessPrefix, Writers: []string{"internal/sandbox/processrun/proctools.go"},
+	{Type: "process.stop_requested", Streams: []string{ProcessPrefix}, Writers: []string{"internal/sandbox/processrun/proctools.go"},
 		Required: []string{"handle", "request_id", "principal", "run_id"}},
-	{Type: "process.ended", Stream: ProcessPrefix, Writers: []string{"internal/sandbox/processrun/background.go"},
+	{Type: "process.ended", Streams: []string{ProcessPrefix}, Writers: []string{"internal/sandbox/processrun/background.go"},
 		// Its own supervisor writes how it ended; another executor's
 		// recovery of an orphan (killed) who recovered it.
 		Required: []string{"handle", "end_reason"},
 		Optional: []string{"exit_code", "signal", "error_kind", "error", "output", "resources",
 			"owner", "recovered_by", "processes_killed", "rebooted"}},
-	{Type: "process.lost", Stream: ProcessPrefix, Writers: []string{"internal/sandbox/processrun/background.go"},
+	{Type: "process.lost", Streams: []string{ProcessPrefix}, Writers: []string{"internal/sandbox/processrun/background.go"},
 		Required: []string{"handle", "end_reason", "owner", "recovered_by", "processes_killed", "rebooted"}},
-	{Type: "process.owner_role_recorded", Stream: ProcessPrefix, Legacy: []string{"owner_role"}},
+	{Type: "process.owner_role_recorded", Streams: []string{ProcessPrefix}, Legacy: []string{"owner_role"}},
 	// Skills and the trust store, on skill streams.
-	{Type: "skill.installed", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_install.sql"},
+	{Type: "skill.installed", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_install.sql"},
 		Required: skillState("installed_by", "payload_digest", "previous_digest", "size", "tools", "trust")},
-	{Type: "skill.audited", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_record_audit.sql"},
+	{Type: "skill.audited", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_record_audit.sql"},
 		Required: skillState("checks", "failed_checks", "passed", "trigger")},
-	{Type: "skill.quarantined", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_record_audit.sql"},
+	{Type: "skill.quarantined", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_record_audit.sql"},
 		Required: skillState("failed_checks", "reason", "trigger")},
-	{Type: "skill.approved", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_approve.sql"},
+	{Type: "skill.approved", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_approve.sql"},
 		Required: skillState("approver", "approvals_needed", "note")},
-	{Type: "skill.enabled", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_enable.sql"},
+	{Type: "skill.enabled", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_enable.sql"},
 		Required: skillState("note")},
-	{Type: "skill.disabled", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_disable.sql", sqlSkills + "skill_trust_revoke.sql"},
+	{Type: "skill.disabled", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_disable.sql", sqlSkills + "skill_trust_revoke.sql"},
 		Required: skillState("reason", "revoked_key_id")},
-	{Type: "skill.rolled_back", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_rollback.sql"},
+	{Type: "skill.rolled_back", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_rollback.sql"},
 		Required: skillState("from_digest", "from_version", "reason")},
-	{Type: "skill.removed", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_remove.sql"},
+	{Type: "skill.removed", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_remove.sql"},
 		Required: skillState("reason")},
-	{Type: "skill.refused", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_refuse.sql"},
+	{Type: "skill.refused", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_refuse.sql"},
 		Required: []string{"skill_id", "action", "actor", "artifact_digest", "reason", "status"}},
-	{Type: "trust.key_added", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_trust_add.sql", sqlSkills + "skill_install.sql"},
+	{Type: "trust.key_added", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_trust_add.sql", sqlSkills + "skill_install.sql"},
 		Required: []string{"actor", "key_id", "public_key", "publisher", "source", "note", "skill_id"}},
-	{Type: "trust.key_revoked", Stream: SkillPrefix, Writers: []string{sqlSkills + "skill_trust_revoke.sql"},
+	{Type: "trust.key_revoked", Streams: []string{SkillPrefix}, Writers: []string{sqlSkills + "skill_trust_revoke.sql"},
 		Required: []string{"actor", "key_id", "publisher", "reason"}},
 	// The executors' policy, the Merkle log, the projections.
-	{Type: "policy.published", Stream: PolicyStream, Writers: []string{"executor/executor.go"},
+	{Type: "policy.published", Streams: []string{PolicyStream}, Writers: []string{"executor/executor.go"},
 		Required: []string{"policy_digest", "policy_ids", "files"}},
-	{Type: "checkpoint.signed", Stream: LogStream, Writers: []string{sqlLog + "log_checkpoint.sql"},
+	{Type: "checkpoint.signed", Streams: []string{LogStream}, Writers: []string{sqlLog + "log_checkpoint.sql"},
 		Required: []string{"origin", "size", "root_hash", "note"}},
-	{Type: "log.unsealed_event", Stream: LogStream, Writers: []string{sqlLog + "log_record_faults.sql"},
+	{Type: "log.unsealed_event", Streams: []string{LogStream}, Writers: []string{sqlLog + "log_record_faults.sql"},
 		Required: []string{"position", "tx_id", "stream", "version", "type", "reason"}},
-	{Type: "projection.failed", Stream: ProjectionPrefix, Writers: []string{sqlProjection + "projection_fail.sql"},
+	{Type: "projection.failed", Streams: []string{ProjectionPrefix}, Writers: []string{sqlProjection + "projection_fail.sql"},
 		Required: []string{"projection", "position", "tx_id", "event_type", "error", "checkpoint"}},
-	{Type: "projection.retried", Stream: ProjectionPrefix, Writers: []string{sqlProjection + "projection_retry.sql"},
+	{Type: "projection.retried", Streams: []string{ProjectionPrefix}, Writers: []string{sqlProjection + "projection_retry.sql"},
 		Required: []string{"projection", "position", "tx_id", "previous_error", "note"}},
-	{Type: "projection.rebuild_started", Stream: ProjectionPrefix, Writers: []string{sqlProjection + "projection_rebuild_begin.sql"},
+	{Type: "projection.rebuild_started", Streams: []string{ProjectionPrefix}, Writers: []string{sqlProjection + "projection_rebuild_begin.sql"},
 		Required: []string{"projection"}},
-	{Type: "projection.rebuilt", Stream: ProjectionPrefix, Writers: []string{sqlProjection + "projection_rebuild_swap.sql"},
+	{Type: "projection.rebuilt", Streams: []string{ProjectionPrefix}, Writers: []string{sqlProjection + "projection_rebuild_swap.sql"},
 		Required: []string{"projection", "tx_id", "position", "rows", "started_at"}},
 }
 
@@ -195,8 +197,8 @@ func CheckEvent(t, stream string, keys []string) error {
 		return nil
 	case !ok:
 		return fmt.Errorf("event type %s on stream %s is not in the contract", t, stream)
-	case form != e.Stream:
-		return fmt.Errorf("%s on stream %s: the contract puts it on %s streams", t, stream, e.Stream)
+	case !slices.Contains(e.Streams, form):
+		return fmt.Errorf("%s on stream %s: the contract puts it on %v streams", t, stream, e.Streams)
 	}
 	var missing, extra []string
 	for _, k := range e.Required {

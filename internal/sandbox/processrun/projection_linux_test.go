@@ -218,6 +218,7 @@ func applyEach(t *testing.T, tx pgx.Tx) {
 func TestProcessWritersDeriveTheRowFromTheEvents(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
+	db.ForgesEvents() // events of its own making, to see what the row derives
 	execRole := db.LoginRole(t, "", "ledger_executor")
 	e := &bgEnv{db: db, exec: execRole}
 	ctx := context.Background()
