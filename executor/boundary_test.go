@@ -465,6 +465,7 @@ unless { context.channel_bound && context.channel == "cli" && context.device_bou
 func TestUsageFiguresMustBeNumbers(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
+	e.db.ForgesEvents() // a forger's figures, refused and accepted
 	e.stop()
 	ctx := context.Background()
 	forger := e.db.LoginRole(t, "", "ledger_executor")
