@@ -113,8 +113,15 @@ func TestChaosFailover(t *testing.T) {
 	// many are in flight at the kill whatever the machine's load.
 	killAt := n / 2
 	submit(0, killAt)
-	a := k.startChild(t, writerURL, "exec-a", "CHAOS_NOTE_KEY="+noteKey)
-	b := k.startChild(t, writerURL, "exec-b", "CHAOS_NOTE_KEY="+noteKey)
+	// At full size (make chaos) leases are 2 s, so that a failover
+	// outlasts some and their rescue is tested too. In make test, on a
+	// machine that may be loaded, a failover can outlast 2 s for any
+	// call, and a builtin sleep that loses its lease ends failed
+	// (runtime_failure, "the executor lost its lease"), which is what a
+	// lost lease means, not a lost request: there leases outlast it.
+	lease := "CHAOS_LEASE=" + map[bool]string{true: "2s", false: "1m"}[*chaosFull]
+	a := k.startChild(t, writerURL, "exec-a", "CHAOS_NOTE_KEY="+noteKey, lease)
+	b := k.startChild(t, writerURL, "exec-b", "CHAOS_NOTE_KEY="+noteKey, lease)
 	// The kill, while requests run: a third of those submitted are final,
 	// and the witness has accepted a checkpoint.
 	for finishedCountQuiet(pool) < killAt/3 || !w.accepted(1) {
