@@ -234,7 +234,7 @@ func (c *claimer) scanJob(row pgx.CollectableRow) (*job, error) {
 	var input, reqCtx string
 	var bound []string
 	if err := row.Scan(&j.id, &j.claimID, &j.attempt, &j.version, &j.principal, &j.tool, &j.runID, &input, &reqCtx,
-		&bound, &j.inputDigest, &j.approved, &j.wasCharged, &j.submittedAt); err != nil {
+		&bound, &j.inputDigest, &j.approved, &j.wasCharged, &j.submittedAt, &j.leaseExpiresAt); err != nil {
 		return nil, err
 	}
 	j.input = json.RawMessage(input)
@@ -246,9 +246,12 @@ func (c *claimer) scanJob(row pgx.CollectableRow) (*job, error) {
 	return j, nil
 }
 
-// decide authorizes each claimed job and writes its decision: a denial
-// with its attestation, a wait for approval, or the budget it consumes and
-// its execution.started. It returns the jobs to run and those denied.
+// decide authorizes each claimed job and records the claim with its
+// decision in one request.decided (the compact grammar, 021): a denial
+// followed by its attestation, a wait for approval followed by
+// approval.requested, or, for a call that runs, the budget it consumes and
+// the start of its execution as members of the same event. It returns the
+// jobs to run and those denied.
 func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes) (toRun, denied []*job, err error) {
 	if err := c.resolveSkills(ctx, tx, jobs); err != nil {
 		return nil, nil, err
@@ -263,7 +266,8 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 		g := c.authorize(ctx, j, budgets)
 		j.decision = g.decision
 		sa := ledger.StreamAppend{Stream: j.stream(), Expected: j.version}
-		sa.Events = append(sa.Events, c.decisionEvent(j, g))
+		decided := c.decidedPayload(j, g)
+		sa.Events = append(sa.Events, ledger.NewEvent{Type: "request.decided", Payload: decided, Metadata: c.rec.meta(j.id, j.trace.sc)})
 		j.next()
 		switch g.verdict {
 		case verdictDeny:
@@ -289,17 +293,13 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 		case verdictRun:
 			if g.charge {
 				b := budgets[runKey{j.principal, j.runID}]
-				sa.Events = append(sa.Events, ledger.NewEvent{Type: "budget.consumed", Payload: map[string]any{
-					"request_id": j.id, "run_id": j.runID, "principal": j.principal, "used": b.used, "max_calls": b.max,
-				}, Metadata: c.rec.meta(j.id, j.trace.sc)})
-				j.next()
+				decided["budget"] = map[string]any{"principal": j.principal, "run_id": j.runID, "used": b.used, "max_calls": b.max}
 			}
-			endAuthorize(g) // execution.started is the claim's
-			sa.Events = append(sa.Events, ledger.NewEvent{Type: "execution.started", Payload: map[string]any{
-				"request_id": j.id, "attempt": j.attempt, "executor": j.impl.Executor(), "tier": j.impl.Tier(),
+			endAuthorize(g) // the start is the claim's
+			decided["execution"] = map[string]any{
+				"executor": j.impl.Executor(), "attempt": j.attempt, "tier": j.impl.Tier(),
 				"timeout_ms": c.cfg.ToolTimeout.Milliseconds(),
-			}, Metadata: c.rec.meta(j.id, j.trace.sc)})
-			j.next()
+			}
 			w.transition(j.id, j.claimID, transStart, g.charge)
 			toRun = append(toRun, j)
 		}
@@ -367,9 +367,12 @@ func (c *claimer) lockBudgets(ctx context.Context, tx pgx.Tx, jobs []*job) (map[
 	return out, rows.Err()
 }
 
-// decisionEvent records one pipeline decision, with the request's
-// channel and device as policies see them (origin: claimed and bound).
-func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
+// decidedPayload is the request.decided of one claimed job: the claim
+// (request.claimed's members), the pipeline's decision, with the request's
+// channel and device as policies see them (origin: claimed and bound)
+// (policy.decided's), and the verdict: run, deny or await_approval. decide
+// adds the budget and the execution when the call runs.
+func (c *claimer) decidedPayload(j *job, g gate) map[string]any {
 	errs := g.decision.Errors
 	if errs == nil {
 		errs = []string{}
@@ -378,12 +381,20 @@ func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
 	if pols == nil {
 		pols = []string{}
 	}
-	decision := "allow"
-	if g.verdict == verdictDeny {
-		decision = "deny"
+	decision, verdict := "allow", "run"
+	switch g.verdict {
+	case verdictDeny:
+		decision, verdict = "deny", "deny"
+	case verdictAwaitApproval:
+		verdict = "await_approval"
 	}
 	p := map[string]any{
 		"request_id":           j.id,
+		"executor":             c.cfg.Label,
+		"claim_id":             j.claimID,
+		"attempt":              j.attempt,
+		"lease_expires_at":     j.leaseExpiresAt.UTC(),
+		"verdict":              verdict,
 		"decision":             decision,
 		"stage":                g.stage,
 		"reason_code":          g.decision.ReasonCode,
@@ -405,5 +416,5 @@ func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
 	if s := j.skillRef(); s != nil {
 		p["skill"] = s
 	}
-	return ledger.NewEvent{Type: "policy.decided", Payload: p, Metadata: c.rec.meta(j.id, j.trace.sc)}
+	return p
 }

@@ -87,8 +87,8 @@ func (c *completer) completeWithRetry(ctx context.Context, batch []outcome) {
 	c.jobs.settled(batch)
 }
 
-// complete writes one batch in one transaction: execution.finished and
-// attestation.signed for each request whose claim is still this executor's,
+// complete writes one batch in one transaction: the outcome and its
+// attestation for each request whose claim is still this executor's,
 // the read model, the queue, the NOTIFYs, and the storage writes of those
 // of its calls that succeeded (Result.StorageWrites): an outcome dropped
 // because its claim was lost, or a failure, writes nothing.
@@ -148,8 +148,9 @@ type heldClaim struct {
 	Version int64
 }
 
-// finish writes one outcome: the tool's events, execution.finished, the
-// cancellation when it was cancelled, and its attestation.
+// finish writes one outcome: the tool's events, then execution.completed
+// (the outcome with its attestation), or for a cancelled call
+// execution.finished, request.cancelled and attestation.signed.
 func (c *completer) finish(ctx context.Context, o outcome, w *writes) error {
 	j, res := o.job, o.result
 	state := res.State()
@@ -181,12 +182,21 @@ func (c *completer) finish(ctx context.Context, o outcome, w *writes) error {
 		}
 		events = append(events, ne)
 	}
-	events = append(events, ledger.NewEvent{Type: "execution.finished", Payload: finished, Metadata: c.rec.meta(j.id, j.trace.sc)})
 	if state == ledger.StateCancelled {
-		events = append(events, ledger.NewEvent{Type: "request.cancelled", Payload: map[string]any{
-			"request_id": j.id, "reason": res.Error, "previous_state": ledger.StateRunning}, Metadata: c.rec.meta(j.id, j.trace.sc)})
+		// The full grammar: request.cancelled comes between the outcome
+		// and its attestation.
+		events = append(events, ledger.NewEvent{Type: "execution.finished", Payload: finished, Metadata: c.rec.meta(j.id, j.trace.sc)},
+			ledger.NewEvent{Type: "request.cancelled", Payload: map[string]any{
+				"request_id": j.id, "reason": res.Error, "previous_state": ledger.StateRunning}, Metadata: c.rec.meta(j.id, j.trace.sc)},
+			a.event)
+	} else {
+		// The compact grammar (021): the outcome and its attestation as
+		// one event.
+		for k, v := range a.members() {
+			finished[k] = v
+		}
+		events = append(events, ledger.NewEvent{Type: "execution.completed", Payload: finished, Metadata: c.rec.meta(j.id, j.trace.sc)})
 	}
-	events = append(events, a.event)
 	w.events(j.id, j.claimID, ledger.StreamAppend{Stream: j.stream(), Expected: j.version, Events: events})
 	for _, sa := range others {
 		w.other(sa)

@@ -32,6 +32,7 @@ type job struct {
 	approved                  bool
 	wasCharged                bool // an earlier claim already paid the run's budget
 	submittedAt               time.Time
+	leaseExpiresAt            time.Time // the claim's lease, as claimed
 
 	impl       Tool       // nil for an unknown tool
 	skill      *SkillTool // set when an installed skill serves the tool
