@@ -28,6 +28,9 @@ type jobRunner interface {
 	free() int
 	// start runs an authorized job; the caller made sure one is free.
 	start(j *job)
+	// runInline runs an authorized job of an InlineTool at once, on the
+	// caller's goroutine.
+	runInline(j *job) Result
 }
 
 // claimer takes pending requests in batches and authorizes each in the
@@ -166,6 +169,7 @@ func (c *claimer) claim(stop context.Context, n int) (int, error) {
 		claimed    []*job
 		toRun      []*job
 		denied     []*job
+		inlined    []*job
 		batchSpan  trace.Span
 		claimSpans []trace.Span
 	)
@@ -177,7 +181,7 @@ func (c *claimer) claim(stop context.Context, n int) (int, error) {
 			// nothing, and a trace per empty poll would bury the requests'.
 			ctx, batchSpan, claimSpans = c.tracing.claimed(ctx, jobs, began)
 			var err error
-			if toRun, denied, err = c.decide(ctx, tx, jobs, w); err == nil {
+			if toRun, denied, inlined, err = c.decide(ctx, tx, jobs, w); err == nil {
 				c.hooks.reach(hookClaimDecided)
 			}
 			return err
@@ -196,6 +200,13 @@ func (c *claimer) claim(stop context.Context, n int) (int, error) {
 	}
 	for _, j := range denied {
 		c.metrics.finish(c.tools.label(j.tool), ledger.StateDenied, j.deniedKind, j.submittedAt)
+	}
+	if len(inlined) > 0 {
+		c.metrics.completed(len(inlined))
+	}
+	for _, j := range inlined {
+		c.metrics.finish(c.tools.label(j.tool), j.result.State(), j.result.ErrorKind, j.submittedAt)
+		outcomeAttributes(j, j.result)
 	}
 	endClaim(claimed, batchSpan, claimSpans, nil, toRun)
 	if len(claimed) > 0 {
@@ -252,13 +263,13 @@ func (c *claimer) scanJob(row pgx.CollectableRow) (*job, error) {
 // approval.requested, or, for a call that runs, the budget it consumes and
 // the start of its execution as members of the same event. It returns the
 // jobs to run and those denied.
-func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes) (toRun, denied []*job, err error) {
+func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes) (toRun, denied, inlined []*job, err error) {
 	if err := c.resolveSkills(ctx, tx, jobs); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	budgets, err := c.lockBudgets(ctx, tx, jobs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	now := time.Now()
 	for _, j := range jobs {
@@ -276,7 +287,7 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 				runID: j.runID, inputDigest: j.inputDigest, executor: "policy", decision: "deny", reason: g.decision.ReasonCode,
 				started: now, finished: now, result: res, skill: j.skillRef(), trace: j.trace.sc})
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			sa.Events = append(sa.Events, a.event)
 			j.next()
@@ -300,13 +311,51 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 				"executor": j.impl.Executor(), "attempt": j.attempt, "tier": j.impl.Tier(),
 				"timeout_ms": c.cfg.ToolTimeout.Milliseconds(),
 			}
+			if runsInline(j.impl) {
+				// Run it here, and record its outcome in this transaction.
+				if err := c.inline(ctx, tx, j, &sa, w, g.charge); err != nil {
+					return nil, nil, nil, err
+				}
+				inlined = append(inlined, j)
+				break
+			}
 			w.transition(j.id, j.claimID, transStart, g.charge)
 			toRun = append(toRun, j)
 		}
 		endAuthorize(g)
 		w.events(j.id, j.claimID, sa)
 	}
-	return toRun, denied, nil
+	return toRun, denied, inlined, nil
+}
+
+// inline runs j, an InlineTool's call, and records its outcome after its
+// request.decided in sa: execution.completed (or a cancellation's events),
+// the tool's storage writes, and its state change (finish, charged to its
+// run when charge).
+func (c *claimer) inline(ctx context.Context, tx pgx.Tx, j *job, sa *ledger.StreamAppend, w *writes, charge bool) error {
+	res := c.runner.runInline(j)
+	events, others, err := c.rec.outcome(ctx, j, res, time.Now())
+	if err != nil {
+		return err
+	}
+	for range events {
+		j.next()
+	}
+	sa.Events = append(sa.Events, events...)
+	for _, o := range others {
+		w.other(o)
+	}
+	if res.State() == ledger.StateSucceeded && len(res.StorageWrites) > 0 {
+		var stored storageWrites
+		stored.add(res.StorageWrites)
+		if err := stored.exec(ctx, tx); err != nil {
+			return err
+		}
+	}
+	j.result = res
+	w.finish(j.id, j.claimID, res.State(), res, j.impl.Tier())
+	w.charges[w.index[j.id]] = charge
+	return nil
 }
 
 // resolveSkills gives the jobs whose tool no registered tool serves

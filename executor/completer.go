@@ -148,35 +148,50 @@ type heldClaim struct {
 	Version int64
 }
 
-// finish writes one outcome: the tool's events, then execution.completed
-// (the outcome with its attestation), or for a cancelled call
-// execution.finished, request.cancelled and attestation.signed.
+// finish writes one outcome (recorder.outcome) under the claim the batch
+// locked.
 func (c *completer) finish(ctx context.Context, o outcome, w *writes) error {
 	j, res := o.job, o.result
-	state := res.State()
-	a, err := c.rec.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
-		runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
-		decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res,
-		skill: j.skillRef(), trace: j.trace.sc})
+	events, others, err := c.rec.outcome(ctx, j, res, o.finished)
 	if err != nil {
 		return err
 	}
-	finished := map[string]any{
+	w.events(j.id, j.claimID, ledger.StreamAppend{Stream: j.stream(), Expected: j.version, Events: events})
+	for _, sa := range others {
+		w.other(sa)
+	}
+	w.finish(j.id, j.claimID, res.State(), res, j.impl.Tier())
+	return nil
+}
+
+// outcome is what records a call's outcome on its request's stream: the
+// tool's events, then execution.completed (the outcome with its
+// attestation), or for a cancelled call execution.finished,
+// request.cancelled and attestation.signed; and the tool's events
+// addressed to other streams (channel:<name>), at their next versions.
+func (r *recorder) outcome(ctx context.Context, j *job, res Result, finished time.Time) ([]ledger.NewEvent, []ledger.StreamAppend, error) {
+	state := res.State()
+	a, err := r.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
+		runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
+		decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: finished, result: res,
+		skill: j.skillRef(), trace: j.trace.sc})
+	if err != nil {
+		return nil, nil, err
+	}
+	payload := map[string]any{
 		"request_id": j.id, "attempt": j.attempt, "state": state, "error_kind": strp(string(res.ErrorKind)),
 		"error": strp(res.Error), "timed_out": res.TimedOut, "exit_status": res.ExitStatus,
 		"resources": res.Resources, "enforcement": res.Enforcement, "output": res.Output,
 		"executor": j.impl.Executor(), "tier": j.impl.Tier(),
 	}
 	if len(res.Output) == 0 {
-		finished["output"] = nil
+		payload["output"] = nil
 	}
 	events := make([]ledger.NewEvent, 0, len(res.Events)+3)
 	var others []ledger.StreamAppend
 	for _, ev := range res.Events {
-		ne := ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: c.rec.meta(j.id, j.trace.toolSpan())}
+		ne := ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: r.meta(j.id, j.trace.toolSpan())}
 		if ev.Stream != "" {
-			// Events a tool addresses to other streams (channel:<name>)
-			// take their streams' next versions.
 			others = append(others, ledger.StreamAppend{Stream: ev.Stream, Expected: ledger.AnyVersion, Events: []ledger.NewEvent{ne}})
 			continue
 		}
@@ -185,24 +200,19 @@ func (c *completer) finish(ctx context.Context, o outcome, w *writes) error {
 	if state == ledger.StateCancelled {
 		// The full grammar: request.cancelled comes between the outcome
 		// and its attestation.
-		events = append(events, ledger.NewEvent{Type: "execution.finished", Payload: finished, Metadata: c.rec.meta(j.id, j.trace.sc)},
+		events = append(events, ledger.NewEvent{Type: "execution.finished", Payload: payload, Metadata: r.meta(j.id, j.trace.sc)},
 			ledger.NewEvent{Type: "request.cancelled", Payload: map[string]any{
-				"request_id": j.id, "reason": res.Error, "previous_state": ledger.StateRunning}, Metadata: c.rec.meta(j.id, j.trace.sc)},
+				"request_id": j.id, "reason": res.Error, "previous_state": ledger.StateRunning}, Metadata: r.meta(j.id, j.trace.sc)},
 			a.event)
 	} else {
 		// The compact grammar (021): the outcome and its attestation as
 		// one event.
 		for k, v := range a.members() {
-			finished[k] = v
+			payload[k] = v
 		}
-		events = append(events, ledger.NewEvent{Type: "execution.completed", Payload: finished, Metadata: c.rec.meta(j.id, j.trace.sc)})
+		events = append(events, ledger.NewEvent{Type: "execution.completed", Payload: payload, Metadata: r.meta(j.id, j.trace.sc)})
 	}
-	w.events(j.id, j.claimID, ledger.StreamAppend{Stream: j.stream(), Expected: j.version, Events: events})
-	for _, sa := range others {
-		w.other(sa)
-	}
-	w.finish(j.id, j.claimID, state, res, j.impl.Tier())
-	return nil
+	return events, others, nil
 }
 
 // isDataError reports whether err is PostgreSQL refusing a value (SQLSTATE

@@ -880,3 +880,41 @@ func TestHasNULEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineToolsRunInTheClaim: an echo (an InlineTool) is claimed, decided,
+// run and recorded with its attestation in one transaction, charged to its
+// run there; a sleep is claimed in one and completed in another.
+func TestInlineToolsRunInTheClaim(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	echo := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "inline"}, RunID: "inline-run"})
+	sleep := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 1}, RunID: "inline-run"})
+	for _, id := range []uuid.UUID{echo, sleep} {
+		if r := await(t, e.alice, id); r.State != ledger.StateSucceeded {
+			t.Fatalf("%+v", r)
+		}
+	}
+	txs := func(id uuid.UUID) (types string, n int) {
+		t.Helper()
+		if err := e.db.Pool.QueryRow(ctx, `SELECT string_agg(type, ' ' ORDER BY version), count(DISTINCT tx_id)
+FROM ledger.events WHERE stream = $1 AND version > 1`, "request:"+id.String()).Scan(&types, &n); err != nil {
+			t.Fatal(err)
+		}
+		return types, n
+	}
+	if types, n := txs(echo); types != "request.decided execution.completed" || n != 1 {
+		t.Errorf("echo: %s in %d transactions, want both in one", types, n)
+	}
+	if types, n := txs(sleep); types != "request.decided execution.completed" || n != 2 {
+		t.Errorf("sleep: %s in %d transactions, want two", types, n)
+	}
+	var used int
+	if err := e.db.Pool.QueryRow(ctx, `SELECT used FROM ledger.runs WHERE principal = 'alice' AND run_id = 'inline-run'`).Scan(&used); err != nil || used != 2 {
+		t.Errorf("the run's budget used %d (%v), want 2", used, err)
+	}
+	if r := await(t, e.alice, echo); r.Output == nil || r.AttestationDigest == nil {
+		t.Errorf("echo: %+v", r)
+	}
+	e.verifyAttestation(t, await(t, e.alice, echo))
+}

@@ -40,6 +40,7 @@ type job struct {
 	prepared   any              // what impl.Prepare returned, for Run
 	deniedKind ledger.ErrorKind // the claim denied it: why
 	started    time.Time
+	result     Result // an inline call's outcome (InlineTool), recorded in the claim
 	trace      jobTrace
 
 	ctx    context.Context

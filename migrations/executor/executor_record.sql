@@ -16,7 +16,9 @@
 --   await_approval it waits for ledger.approve, its claim released;
 --   requeue        a rescued request is pending again;
 --   finish         it ends in states[i] with error_kinds[i], errors[i],
---                  outputs[i], tiers[i];
+--                  outputs[i], tiers[i] (charged to its run when
+--                  charges[i]: a call run inline in its claim, whose
+--                  request.decided and execution.completed come together);
 --   attest         a request that ended in SQL gets its attestation.
 -- Events (streams, versions, types, payloads, metadatas: as append_events)
 -- go on request:<id> streams of named requests, or on channel:<name>
@@ -177,7 +179,9 @@ BEGIN
                              WHEN k.kind = 'start' THEN dec.pj ->> 'verdict' = 'run' AND rel.types <@ ARRAY['request.decided']
                              WHEN k.kind = 'await_approval' THEN dec.pj ->> 'verdict' = 'await_approval'
                                   AND rel.types <@ ARRAY['request.decided', 'approval.requested'] AND 'approval.requested' = ANY(rel.types)
-                             WHEN k.kind = 'finish' AND last.type = 'execution.completed' THEN rel.types <@ ARRAY['execution.completed']
+                             WHEN k.kind = 'finish' AND last.type = 'execution.completed'
+                                  THEN rel.types <@ ARRAY['request.decided', 'execution.completed']
+                                       AND coalesce(dec.pj ->> 'verdict', 'run') = 'run'
                              WHEN k.kind = 'finish' AND dec.pj ->> 'verdict' = 'deny' THEN rel.types <@ ARRAY['request.decided', 'attestation.signed']
                              WHEN k.kind IS NULL THEN rel.types IS NULL
                          END, false),
@@ -263,11 +267,12 @@ BEGIN
 
     -- A call is charged to its run's budget by its budget.consumed event,
     -- or its request.decided's budget member, which only the start of a
-    -- charged call of a run carries, once.
+    -- charged call of a run carries, once: a start, or a finish in the
+    -- claim's own call (a call run inline, recorded with its decision).
     SELECT t.id INTO v_bad
     FROM unnest(v_rows) t
     JOIN ledger.queue q ON q.id = t.id
-    WHERE t.budget_events <> CASE WHEN t.kind = 'start' AND t.charge AND t.run_id IS NOT NULL AND NOT q.charged THEN 1 ELSE 0 END
+    WHERE t.budget_events <> CASE WHEN t.kind IN ('start', 'finish') AND t.charge AND t.run_id IS NOT NULL AND NOT q.charged THEN 1 ELSE 0 END
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'ledger.executor_record: request % must have one budget.consumed (or request.decided with a budget) exactly when its start is charged to its run for the first time', v_bad
