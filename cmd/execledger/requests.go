@@ -357,7 +357,8 @@ func newApproveCmd(e *env) *cobra.Command {
 		Long: `Approve lets a request in awaiting_approval run, or approves a pending one before it is claimed.
 The login must hold ledger_approver and be another principal than the submitter. --input-digest binds
 the approval to exactly the input you reviewed (the sha256:<hex> of tool.requested). Exit 3 when the
-request runs already, has ended or is approved.`,
+request runs already, has ended or is approved, or when its input is not the one --input-digest names
+(the state is checked first).`,
 		Example: `  execledger approve 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --note "reviewed" --input-digest sha256:9f86d0…`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -435,8 +436,11 @@ func withReader(ctx context.Context, e *env, f func(*ledger.Client, *pgxpool.Poo
 
 // approverFailure is requestFailure, saying who may decide approvals.
 func approverFailure(id uuid.UUID, err error) error {
-	if errors.Is(err, ledger.ErrNotPermitted) {
+	switch {
+	case errors.Is(err, ledger.ErrNotPermitted):
 		return fail(exitError, "%v (approve and deny need the ledger_approver role, and a principal other than the submitter)", err)
+	case errors.Is(err, ledger.ErrInvalidInput):
+		return fail(exitNotOK, "%v", err) // the input is not the one --input-digest names
 	}
 	return requestFailure(id, err)
 }
@@ -448,9 +452,9 @@ func requestFailure(id uuid.UUID, err error) error {
 		return fail(exitNotFound, "no request %s (or none this login may see)", id)
 	case errors.Is(err, ledger.ErrWrongState):
 		return fail(exitNotOK, "%v", err)
-	case errors.Is(err, ledger.ErrInvalidInput), errors.Is(err, ledger.ErrInputTooLarge):
-		return fail(exitUsage, "%v", err)
 	}
+	// What the database refused (an over-long --note or --reason) is no
+	// usage error: the command line was well formed.
 	return fail(exitError, "%v", err)
 }
 

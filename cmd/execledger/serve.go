@@ -27,7 +27,6 @@ import (
 	"github.com/execledger/execledger/internal/skill/vet"
 	"github.com/execledger/execledger/internal/tracing"
 	"github.com/execledger/execledger/ledger"
-	"github.com/execledger/execledger/migrations"
 	"github.com/execledger/execledger/projector"
 )
 
@@ -399,27 +398,6 @@ func executorConfig(cfg config.Config) executor.Config {
 		DefaultMaxCallsPerRun: x.DefaultMaxCallsPerRun, Sensitive: x.Sensitive, ApprovalTimeout: x.ApprovalTimeout.Duration,
 		MaxAttempts: x.MaxAttempts,
 	}
-}
-
-// checkSchema refuses to serve a database this binary has not migrated.
-func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	st, err := migrations.ReadStatus(ctx, conn.Conn())
-	if err != nil {
-		return err
-	}
-	switch {
-	case st.Version != st.Latest:
-		return fmt.Errorf("the database schema is at version %d, this binary needs %d: run `execledger migrate`", st.Version, st.Latest)
-	case !st.UpToDate():
-		differ := append(st.Pending, st.Retired...)
-		return fmt.Errorf("%d of the database's definitions differ from this binary's (%s, …): run `execledger migrate`", len(differ), differ[0])
-	}
-	return nil
 }
 
 // prefixes parses the CIDR ranges of configuration key key (already
