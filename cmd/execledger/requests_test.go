@@ -117,7 +117,7 @@ func TestRequestsListShowApproveDenyCancel(t *testing.T) {
 	if r.code != exitOK || r.stdout != "" || !strings.Contains(r.stderr, "no requests") {
 		t.Fatalf("list with nothing to show: %+v", r)
 	}
-	for _, bad := range [][]string{{"--state", "done"}, {"--limit", "0"}, {"--limit", "1001"}, {"--since", "yesterday"}, {"extra"}} {
+	for _, bad := range [][]string{{"--state", "done"}, {"--limit", "-1"}, {"--since", "yesterday"}, {"extra"}} {
 		if r := execute(t, e.alice, "", append([]string{"requests", "list"}, bad...)...); r.code != exitUsage {
 			t.Errorf("list %v: %+v", bad, r)
 		}
