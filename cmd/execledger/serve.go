@@ -97,6 +97,9 @@ type services struct {
 	noteKeyFile string
 	// consoleReady, when set, gets the console's URL once it listens.
 	consoleReady func(url string)
+	// opsListener and consoleListener, when set, are serve.listen and
+	// console.listen bound already (dev binds them before its banner).
+	opsListener, consoleListener net.Listener
 }
 
 // loadServices reads the policy files and the signing key. Both are
@@ -157,10 +160,16 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	ops := opsserver.New(pool, logger, opsserver.Config{QuotaTopK: cfg.Serve.QuotaMetricsTopK, Label: cfg.Serve.Label})
 	if cfg.Serve.Listen != "" {
 		wg.Go(func() {
-			err := ops.Serve(ctx, cfg.Serve.Listen, func(a net.Addr) {
+			ready := func(a net.Addr) {
 				logger.Info("operations endpoints", slog.String("healthz", "http://"+a.String()+"/healthz"),
 					slog.String("metrics", "http://"+a.String()+"/metrics"))
-			})
+			}
+			var err error
+			if svc.opsListener != nil {
+				err = ops.ServeListener(ctx, svc.opsListener, ready)
+			} else {
+				err = ops.Serve(ctx, cfg.Serve.Listen, ready)
+			}
 			if err != nil {
 				errs <- err
 				cancel()
@@ -173,7 +182,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 			return err
 		}
 		wg.Go(func() {
-			if err := runConsole(ctx, cfg, keys, logger, svc.consoleReady); err != nil && ctx.Err() == nil {
+			if err := runConsole(ctx, cfg, keys, logger, svc.consoleReady, svc.consoleListener); err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()
 			}
