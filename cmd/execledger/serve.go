@@ -386,9 +386,7 @@ func skillOptions(cfg config.Config) vet.Options {
 }
 
 // skillLimits bound installed skills' quotas.
-func skillLimits(w config.Wasm) gate.Limits {
-	return gate.Limits{Fuel: int64(w.FuelLimit), Timeout: w.Timeout.Duration, MemoryPages: uint32(w.MemoryLimitPages)}
-}
+func skillLimits(w config.Wasm) gate.Limits { return gate.LimitsOf(w) }
 
 func collect(errs <-chan error) []error {
 	var out []error
