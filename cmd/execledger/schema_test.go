@@ -112,7 +112,30 @@ func TestEveryCommandChecksTheSchema(t *testing.T) {
 	if r.code != exitError || !strings.Contains(r.stderr, "no execledger schema (version 0)") {
 		t.Errorf("serve on an unmigrated database: %+v", r)
 	}
-	// Nothing was created by the checks: migrate finds the database empty and migrates it.
+	// The checks wrote nothing (ReadStatus, serve's check once, created
+	// tern's version table).
+	conn, err := pgx.Connect(ctx, empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created bool
+	err = conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", migrations.VersionTable).Scan(&created)
+	conn.Close(ctx)
+	if err != nil || created {
+		t.Errorf("a check created %s (%v)", migrations.VersionTable, err)
+	}
+	// A definition that differs is named too, by a client as by serve.
+	if _, err := old.Pool.Exec(ctx, "UPDATE public.execledger_schema_version SET version = $1", st.Latest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Pool.Exec(ctx, "UPDATE public.execledger_definitions SET sha256 = 'x' WHERE name = 'api/cancel.sql'"); err != nil {
+		t.Fatal(err)
+	}
+	if r := execute(t, []string{"DATABASE_URL=" + old.URL}, "", "requests", "list"); r.code != exitError ||
+		!strings.Contains(r.stderr, "1 of the database's definitions differ from this binary's (api/cancel.sql, …): run `execledger migrate`") {
+		t.Errorf("requests list with a changed definition: %+v", r)
+	}
+	// migrate finds the empty database empty and migrates it.
 	if r := execute(t, []string{"DATABASE_URL=" + empty}, "", "migrate", "--status"); r.code != exitNotOK || !strings.Contains(r.stdout, "schema version 0 of "+latest) {
 		t.Errorf("migrate --status on the empty database: %+v", r)
 	}
