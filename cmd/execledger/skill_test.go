@@ -172,6 +172,11 @@ func TestSkillLifecycleEndToEnd(t *testing.T) {
 		!strings.Contains(req["error"].(string), "not the installed payload digest") {
 		t.Errorf("a changed byte in the stored module: %v", req)
 	}
+	// The first call's replay finds the stored module changed.
+	if r := execute(t, b.serve, "", "verify", "--replay", req["id"].(string)); r.code != exitError ||
+		!strings.Contains(r.stderr, "cannot replay: module digest mismatch: installed skill acme.hello stores modules/hello.wasm as sha256:") {
+		t.Errorf("verify --replay after the stored module changed: %+v", r)
+	}
 	// Audited again, it is quarantined; skill show prints the failed
 	// check as a line, not as JSON.
 	b.run(t, b.alice, exitOK, "skill", "audit", "acme.hello")
