@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/ledger"
 )
 
@@ -39,7 +38,7 @@ type jobRunner interface {
 type claimer struct {
 	cfg     Config
 	rec     *recorder
-	policy  *policy.Engine
+	policy  *policyRef
 	tools   *toolSet
 	runner  jobRunner
 	metrics *Metrics
@@ -258,9 +257,10 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 		return nil, nil, err
 	}
 	now := time.Now()
+	pol := c.policy.load() // one policy for the whole batch
 	for _, j := range jobs {
 		endAuthorize := c.tracing.authorize(j)
-		g := c.authorize(ctx, j, budgets)
+		g := c.authorize(ctx, pol, j, budgets)
 		j.decision = g.decision
 		sa := ledger.StreamAppend{Stream: j.stream(), Expected: j.version}
 		sa.Events = append(sa.Events, c.decisionEvent(j, g))
@@ -270,7 +270,7 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 			res := failure(g.errorKind, g.message)
 			a, err := c.rec.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 				runID: j.runID, inputDigest: j.inputDigest, executor: "policy", decision: "deny", reason: g.decision.ReasonCode,
-				started: now, finished: now, result: res, skill: j.skillRef(), trace: j.trace.sc})
+				started: now, finished: now, result: res, skill: j.skillRef(), trace: j.trace.sc, policyDigest: g.decision.PolicyDigest})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -390,7 +390,7 @@ func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
 		"action":               g.decision.Action,
 		"determining_policies": pols,
 		"errors":               errs,
-		"policy_digest":        c.policy.Digest(),
+		"policy_digest":        g.decision.PolicyDigest,
 		"sensitive":            c.tools.sensitiveJob(j),
 		"approved":             j.approved,
 		"origin":               j.policyRequest().Origin(),

@@ -155,7 +155,7 @@ func (c *completer) finish(ctx context.Context, o outcome, w *writes) error {
 	state := res.State()
 	a, err := c.rec.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 		runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
-		decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res,
+		decision: "allow", reason: j.decision.ReasonCode, policyDigest: j.decision.PolicyDigest, started: j.started, finished: o.finished, result: res,
 		skill: j.skillRef(), trace: j.trace.sc})
 	if err != nil {
 		return err
