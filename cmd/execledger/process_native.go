@@ -17,6 +17,15 @@ import (
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 )
 
+// resolveTier makes tier "auto" C: off Linux tier C is the platform's
+// backend, and there is no tier B.
+func resolveTier(_ context.Context, p *config.Process) (warn string, err error) {
+	if p.Tier == "auto" {
+		p.Tier = "C"
+	}
+	return "", nil
+}
+
 // processTools builds process.run off Linux: tier C under the platform's
 // backend (sandbox-exec on macOS, a job object on Windows), foreground
 // calls only. What the backend cannot enforce is a configuration error
@@ -24,7 +33,10 @@ import (
 // or a refusal per call (background, strict egress to declared hosts),
 // never a weaker run. Background processes being Linux's, there is no
 // process.status nor process.stop.
-func processTools(_ context.Context, p config.Process, _ *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, *processrun.Tool, error) {
+func processTools(ctx context.Context, p config.Process, _ *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, *processrun.Tool, error) {
+	if _, err := resolveTier(ctx, &p); err != nil {
+		return nil, nil, err
+	}
 	root, err := filepath.Abs(p.WorkspaceRoot)
 	if err != nil {
 		return nil, nil, fmt.Errorf("process_run.workspace_root: %w", err)

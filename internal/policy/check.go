@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	cedar "github.com/cedar-policy/cedar-go"
 	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
@@ -90,7 +91,7 @@ func parseProblem(file string, err error) Problem {
 		s := err.Error()
 		p.Line, _ = strconv.Atoi(s[m[2]:m[3]])
 		p.Column, _ = strconv.Atoi(s[m[4]:m[5]])
-		p.Message = s[:m[0]] + s[m[1]:]
+		p.Message = strings.Join(strings.Fields(s[:m[0]]+s[m[1]:]), " ")
 	}
 	return p
 }
