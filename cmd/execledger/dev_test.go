@@ -103,6 +103,10 @@ func TestDevRunsSkillsAndProcesses(t *testing.T) {
 		!strings.Contains(msg, "no [[wasm.modules]] entry registers it and no installed skill provides it") {
 		t.Errorf("acme.nosuch: %v", req)
 	}
+	if r := execute(t, d.client, "", "policy", "explain", req["id"].(string)); r.code != exitOK ||
+		!strings.Contains(r.stdout, "Cedar did not decide this request: it was denied at stage support") {
+		t.Errorf("policy explain of an unsupported tool: %+v", r)
+	}
 }
 
 // TestUnsupportedToolNamesTheKey: serve with process.run and tier A off

@@ -346,6 +346,10 @@ func printExplanation(w io.Writer, x explanation) {
 	for _, d := range x.Decisions {
 		fmt.Fprintf(w, "  %s at stage %s (%s, reason %s): %s\n", d.Decision, d.Stage, d.Action, d.ReasonCode, d.Plain)
 	}
+	if last := x.Decisions[len(x.Decisions)-1]; last.Decision != "allow" && !strings.HasPrefix(last.ReasonCode, "policy.") &&
+		len(last.DeterminingPolicies) == 0 {
+		fmt.Fprintf(w, "\nCedar did not decide this request: it was denied at stage %s, before or without the policy.\n", last.Stage)
+	}
 	fmt.Fprintf(w, "\nPolicy set: %s\n", x.PolicyDigest)
 	switch {
 	case x.CurrentDigest == "":
