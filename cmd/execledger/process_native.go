@@ -18,10 +18,16 @@ import (
 )
 
 // resolveTier makes tier "auto" C: off Linux tier C is the platform's
-// backend, and there is no tier B.
+// backend, and there is no tier B. Auto also keeps workspaces
+// (workspace_ttl 0), since deleting idle ones needs Linux, and says so.
 func resolveTier(_ context.Context, p *config.Process) (warn string, err error) {
-	if p.Tier == "auto" {
-		p.Tier = "C"
+	if p.Tier != "auto" {
+		return "", nil
+	}
+	p.Tier = "C"
+	if p.WorkspaceTTL.Duration > 0 {
+		p.WorkspaceTTL.Duration = 0
+		return "process.run keeps every run's workspace: deleting idle ones (process_run.workspace_ttl) needs Linux", nil
 	}
 	return "", nil
 }
@@ -34,8 +40,12 @@ func resolveTier(_ context.Context, p *config.Process) (warn string, err error) 
 // never a weaker run. Background processes being Linux's, there is no
 // process.status nor process.stop.
 func processTools(ctx context.Context, p config.Process, _ *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, *processrun.Tool, error) {
-	if _, err := resolveTier(ctx, &p); err != nil {
+	warn, err := resolveTier(ctx, &p)
+	if err != nil {
 		return nil, nil, err
+	}
+	if warn != "" {
+		logger.Warn(warn)
 	}
 	root, err := filepath.Abs(p.WorkspaceRoot)
 	if err != nil {
