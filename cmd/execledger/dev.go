@@ -286,9 +286,9 @@ func runDev(ctx context.Context, e *env, withConsole bool) error {
   execledger requests list                         # all requests: postgres is the superuser
   Login roles demo_alice and demo_bob act as principals alice and bob: put demo_alice@ for postgres@
   in the URL to act as alice, who sees only alice's requests.
-  Policy: %s (edit it: dev reloads it;
-  execledger policy check FILE checks an edit): demo and alice may run echo, sleep, process.run
-  and installed skills; bob may sleep but not echo. Other principals: see the README, "Policy".
+  Policy: %s (edit it: dev reloads it; execledger policy check FILE checks an edit).
+  The demo policy dev writes lets demo and alice run echo, sleep, process.run and installed
+  skills, and bob sleep but not echo; for other principals see the README, "Policy".
   Run budget: %d calls per run id unless ledger.set_run_budget says otherwise.
 %sCtrl-C stops the service and the embedded database.
 `, v, cfg.Database.URL, where, policyFile, cfg.Executor.DefaultMaxCallsPerRun, indentLines(toolLines))
