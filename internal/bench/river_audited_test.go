@@ -54,7 +54,7 @@ func TestRiverAudited(t *testing.T) {
 			if err := r.Check(); err != nil {
 				t.Fatal(err)
 			}
-			if a := s.Audit; a.Chains != tc.chains || a.Rows != 3*s.Requests || a.Signatures != s.Requests {
+			if a := s.Audit; a.Chains != tc.chains || a.Rows < 3*s.Requests || a.Signatures != s.Requests {
 				t.Fatalf("the run's own check: %+v for %d requests", a, s.Requests)
 			}
 			pool, err := db.pool(ctx, 2, nil)
@@ -75,9 +75,17 @@ func TestRiverAudited(t *testing.T) {
 // tampers with it in transactions it rolls back.
 func checkAuditLog(ctx context.Context, t *testing.T, pool *pgxpool.Pool, public ed25519.PublicKey, n int64, chains int) {
 	t.Helper()
+	// Three rows a job, and at most a started row more for each attempt
+	// River retried (a job that outlived River's job timeout on a loaded
+	// machine; an attempt whose started row failed to commit adds none).
+	var retries int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(attempt - 1), 0) FROM river_job`).Scan(&retries); err != nil {
+		t.Fatal(err)
+	}
 	a := verifyAuditLog(ctx, pool, public)
-	if a.Err() != nil || a.Rows != 3*n || a.Jobs != n || a.Signatures != n || a.Chains != chains {
-		t.Fatalf("verify: %+v (%v), want %d rows, %d jobs and signatures, %d chains", a, a.Err(), 3*n, n, chains)
+	if a.Err() != nil || a.Rows < 3*n || a.Rows > 3*n+retries || a.Jobs != n || a.Signatures != n || a.Chains != chains {
+		t.Fatalf("verify: %+v (%v), want %d rows (+ at most %d retries), %d jobs and signatures, %d chains",
+			a, a.Err(), 3*n, retries, n, chains)
 	}
 	// Every chain the jobs map to is used, and each job's rows are in
 	// order: the verifier's pass above checked it; here the SQL agrees.
