@@ -157,6 +157,12 @@ func runDev(ctx context.Context, e *env, withConsole bool) error {
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
+	ops, con, portNotes, err := devListeners(&cfg, config.Default())
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	svc.opsListener, svc.consoleListener = ops, con
+	defer closeListeners(ops, con) // serve closes them; this, if it never ran
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -211,6 +217,7 @@ func runDev(ctx context.Context, e *env, withConsole bool) error {
   Policy: demo and alice may run echo and sleep; bob may sleep but not echo.
 Ctrl-C stops the service and the embedded database.
 `, v, cfg.Database.URL, where)
+	printDevPorts(e, cfg, portNotes)
 	if cfg.Console.Enabled {
 		svc.consoleReady = func(u string) {
 			fmt.Fprintf(e.io.out, "Console: %s  (sign in as demo_alice, demo_approver or demo_auditor", u)

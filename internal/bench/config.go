@@ -61,7 +61,11 @@ type Config struct {
 	// must be able to create databases and, for Execledger's migrations,
 	// roles: in practice a superuser.
 	AdminURL string
-	Mode     string // ModeBurndown or ModeContinuous
+	// PostmasterPID is the pid of AdminURL's postmaster when the run has
+	// that cluster to itself (execledger bench --private-cluster): the
+	// report then counts its CPU per request (Summary.CPU). 0: unknown.
+	PostmasterPID int
+	Mode          string // ModeBurndown or ModeContinuous
 	// System is one of SystemNames or a comma-separated list of
 	// execledger, river and river-audited; each runs once, baselines first.
 	System     string
