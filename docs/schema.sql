@@ -3343,6 +3343,7 @@ CREATE FUNCTION ledger.submit_many(tools text[], inputs jsonb[], run_ids text[] 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $_$
 DECLARE
     v_principal text;
@@ -3354,8 +3355,7 @@ DECLARE
     v_err       record;
     v_bad       bigint;
     v_ids       uuid[];
-    v_new       boolean[];
-    v_digests   bytea[];
+    v_any_new   boolean;
 BEGIN
     SELECT p.principal, p.channel, p.device INTO v_principal, v_channel, v_device
     FROM ledger.principals p WHERE p.login_role = session_user;
@@ -3442,8 +3442,8 @@ BEGIN
                 ARRAY['insufficient_privilege', format('context.device is bound to %s for login role "%s"; %s is not it',
                       quote_literal(v_device), session_user, quote_literal(u.context ->> 'device'))]
             END AS e
-        FROM unnest(tools, inputs, run_ids, idempotency_keys, coalesce(contexts, array_fill('{}'::jsonb, ARRAY[n])))
-             WITH ORDINALITY AS u(tool, input, run_id, key, context, i)
+        FROM (SELECT u.tool, u.input, u.run_id, u.key, CASE WHEN contexts IS NULL THEN '{}' ELSE u.context END AS context, u.i
+              FROM unnest(tools, inputs, run_ids, idempotency_keys, contexts) WITH ORDINALITY AS u(tool, input, run_id, key, context, i)) u
         LEFT JOIN LATERAL (
             SELECT x AS key FROM jsonb_object_keys(CASE WHEN jsonb_typeof(u.context) = 'object' THEN u.context END) AS x
             WHERE x NOT IN ('device', 'channel', 'session', 'traceparent', 'tracestate') LIMIT 1) k ON true
@@ -3465,13 +3465,16 @@ BEGIN
               FROM unnest(idempotency_keys) AS x WHERE x IS NOT NULL ORDER BY 1) s;
     END IF;
 
-    -- Each element's id: a new one, the existing request's of its key, or
-    -- the id of the call's first element with its key. A key's first
-    -- request (existing, or the first element) must have the same tool,
-    -- input and run_id.
+    -- One statement from here: each element's id (a new one, the existing
+    -- request's of its key, or the id of the call's first element with
+    -- its key; a key's first request must have the same tool, input and
+    -- run_id), then, unless an element conflicts, the rows, built once:
+    -- the events, the read-model rows from the same values and each
+    -- event's recorded_at, the queue rows.
     WITH u AS MATERIALIZED (
-        SELECT u.i, u.tool, u.run_id, u.key, sha256(convert_to(u.input::text, 'UTF8')) AS digest, ledger.uuid_v7() AS nid
-        FROM unnest(tools, inputs, run_ids, idempotency_keys) WITH ORDINALITY AS u(tool, input, run_id, key, i)
+        SELECT u.i, u.tool, u.input, u.run_id, u.key, u.context,
+               sha256(convert_to(u.input::text, 'UTF8')) AS digest, ledger.uuid_v7() AS nid
+        FROM unnest(tools, inputs, run_ids, idempotency_keys, contexts) WITH ORDINALITY AS u(tool, input, run_id, key, context, i)
     ), ex AS (
         SELECT r.idempotency_key AS key, r.id, r.tool, r.input_digest AS digest, r.run_id
         FROM ledger.request_status r
@@ -3484,46 +3487,20 @@ BEGIN
                CASE WHEN ex.id IS NOT NULL THEN ex.digest ELSE f.digest END AS digest,
                CASE WHEN ex.id IS NOT NULL THEN ex.run_id ELSE f.run_id END AS run_id
         FROM f LEFT JOIN ex ON ex.key = f.key
-    ), res AS (
-        SELECT u.i, u.key, u.digest, coalesce(fi.id, u.nid) AS id,
+    ), res AS MATERIALIZED (
+        SELECT u.i, coalesce(fi.id, u.nid) AS id,
                fi.key IS NULL OR (NOT fi.existed AND fi.first_i = u.i) AS new,
                fi.key IS NOT NULL AND (fi.tool <> u.tool OR fi.digest <> u.digest OR fi.run_id IS DISTINCT FROM u.run_id) AS conflict
         FROM u LEFT JOIN firsts fi ON fi.key = u.key
-    )
-    SELECT array_agg(res.id ORDER BY res.i), array_agg(res.new ORDER BY res.i), array_agg(res.digest ORDER BY res.i),
-           min(res.i) FILTER (WHERE res.conflict)
-    INTO v_ids, v_new, v_digests, v_bad
-    FROM res;
-    IF v_bad IS NOT NULL THEN
-        SELECT r.id, r.idempotency_key AS key INTO v_err FROM ledger.request_status r
-        WHERE r.principal = v_principal AND r.idempotency_key = idempotency_keys[array_lower(idempotency_keys, 1) + v_bad - 1];
-        IF FOUND THEN
-            RAISE EXCEPTION 'ledger.submit_many: element %: idempotency key % already names request %, which has another tool, input or run_id',
-                v_bad, quote_literal(v_err.key), v_err.id
-                USING ERRCODE = 'unique_violation',
-                      HINT = 'a retry must repeat the same tool, input and run_id';
-        END IF;
-        RAISE EXCEPTION 'ledger.submit_many: element %: idempotency key % already names element % of this call, which has another tool, input or run_id',
-            v_bad, quote_literal(idempotency_keys[array_lower(idempotency_keys, 1) + v_bad - 1]),
-            array_position(idempotency_keys, idempotency_keys[array_lower(idempotency_keys, 1) + v_bad - 1]) - array_lower(idempotency_keys, 1) + 1
-            USING ERRCODE = 'unique_violation',
-                  HINT = 'a retry must repeat the same tool, input and run_id';
-    END IF;
-    IF NOT (true = ANY (v_new)) THEN
-        RETURN v_ids;
-    END IF;
-
-    -- The rows, built once: the events, then the read-model rows from the
-    -- same values and each event's recorded_at, then the queue rows.
-    WITH x AS MATERIALIZED (
-        SELECT u.i, u.id, u.tool, u.run_id, u.key, u.input, u.digest,
-               CASE WHEN v_bind = '{}' THEN u.context ELSE u.context || v_bind END AS context,
+    ), bad AS MATERIALIZED (
+        SELECT min(res.i) AS i FROM res WHERE res.conflict
+    ), x AS MATERIALIZED (
+        SELECT u.i, res.id, u.tool, u.run_id, u.key, u.input, u.digest,
+               CASE WHEN v_bind = '{}' OR u.context IS NULL THEN coalesce(u.context, '{}') ELSE u.context || v_bind END AS context,
                CASE WHEN u.context ? 'traceparent' THEN substr(u.context ->> 'traceparent', 4, 32) END AS trace,
                CASE WHEN u.context ? 'traceparent' THEN substr(u.context ->> 'traceparent', 37, 16) END AS span
-        FROM unnest(tools, inputs, run_ids, idempotency_keys, coalesce(contexts, array_fill('{}'::jsonb, ARRAY[n])),
-                    v_ids, v_new, v_digests)
-             WITH ORDINALITY AS u(tool, input, run_id, key, context, id, new, digest, i)
-        WHERE u.new
+        FROM u JOIN res ON res.i = u.i
+        WHERE res.new AND (SELECT bad.i FROM bad) IS NULL
     ), ev AS (
         INSERT INTO ledger.events (stream, version, type, payload, metadata)
         SELECT 'request:' || x.id, 1, 'tool.requested',
@@ -3548,9 +3525,32 @@ BEGIN
         SELECT x.id, v_principal, x.tool, x.run_id, x.key, x.digest, ev.recorded_at
         FROM x JOIN ev ON ev.stream = 'request:' || x.id
         ORDER BY x.i
+    ), q AS (
+        INSERT INTO ledger.queue (id, trace_id, trace_span_id)
+        SELECT x.id, x.trace, x.span FROM x ORDER BY x.i
     )
-    INSERT INTO ledger.queue (id, trace_id, trace_span_id)
-    SELECT x.id, x.trace, x.span FROM x ORDER BY x.i;
+    SELECT array_agg(res.id ORDER BY res.i), bool_or(res.new), (SELECT bad.i FROM bad)
+    INTO v_ids, v_any_new, v_bad
+    FROM res;
+
+    IF v_bad IS NOT NULL THEN
+        SELECT r.id, r.idempotency_key AS key INTO v_err FROM ledger.request_status r
+        WHERE r.principal = v_principal AND r.idempotency_key = idempotency_keys[array_lower(idempotency_keys, 1) + v_bad - 1];
+        IF FOUND THEN
+            RAISE EXCEPTION 'ledger.submit_many: element %: idempotency key % already names request %, which has another tool, input or run_id',
+                v_bad, quote_literal(v_err.key), v_err.id
+                USING ERRCODE = 'unique_violation',
+                      HINT = 'a retry must repeat the same tool, input and run_id';
+        END IF;
+        RAISE EXCEPTION 'ledger.submit_many: element %: idempotency key % already names element % of this call, which has another tool, input or run_id',
+            v_bad, quote_literal(idempotency_keys[array_lower(idempotency_keys, 1) + v_bad - 1]),
+            array_position(idempotency_keys, idempotency_keys[array_lower(idempotency_keys, 1) + v_bad - 1]) - array_lower(idempotency_keys, 1) + 1
+            USING ERRCODE = 'unique_violation',
+                  HINT = 'a retry must repeat the same tool, input and run_id';
+    END IF;
+    IF NOT v_any_new THEN
+        RETURN v_ids;
+    END IF;
 
     PERFORM ledger.wake_waiters();
     RETURN v_ids;

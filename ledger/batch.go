@@ -12,10 +12,10 @@ import (
 
 // Batching of Client.Submit: a small group commit.
 //
-// A call that finds fewer than maxInFlight calls in flight goes out at once,
-// from its own goroutine, as one ledger.submit: a lone caller waits for
-// nothing but its own statement. A call that finds them all in flight
-// queues. When an in-flight call returns, the queued calls (up to maxBatch
+// A call that finds fewer than maxInFlight calls in flight (the pool's
+// connections) goes out at once, from its own goroutine, as one
+// ledger.submit: a lone caller waits for nothing but its own statement. A
+// call that finds them all in flight queues. When an in-flight call returns, the queued calls (up to maxBatch
 // of them, maxBatchBytes of input) go out together as one ledger.submit_many
 // from a goroutine of the batcher's, and so on until the queue is empty.
 //
@@ -45,17 +45,19 @@ type submitBatcher struct {
 	queue    []*pendingSubmit
 }
 
-// The defaults. Two statements in flight keep a small server's two cores
-// busy (one builds rows while the other commits); 256 requests of echo's
-// size take about as long as one flush; docs/benchmarks.md "Issue 24".
+// The defaults. As many calls in flight as the pool has connections: while
+// a connection is free a call takes it at once, as without batching; only
+// calls that would wait for a connection queue and go together. Fewer in
+// flight than connections measured slower with as many callers as
+// connections (one call's flush no longer overlaps the others'), faster
+// only with many more callers; docs/benchmarks.md, "Issue 24".
 const (
-	defaultSubmitInFlight   = 2
 	defaultSubmitBatch      = 256
 	defaultSubmitBatchBytes = 4 << 20
 )
 
-func newSubmitBatcher(db DBTX) *submitBatcher {
-	return &submitBatcher{db: db, maxInFlight: defaultSubmitInFlight, maxBatch: defaultSubmitBatch,
+func newSubmitBatcher(db DBTX, maxInFlight int) *submitBatcher {
+	return &submitBatcher{db: db, maxInFlight: max(maxInFlight, 1), maxBatch: defaultSubmitBatch,
 		maxBatchBytes: defaultSubmitBatchBytes}
 }
 

@@ -37,7 +37,8 @@ type Client struct {
 
 // NewClient returns a Client over pool. Close it to stop its listener.
 func NewClient(pool *pgxpool.Pool) *Client {
-	return &Client{pool: pool, submits: newSubmitBatcher(pool), listener: newListener(pool.Config().ConnConfig, ""), recheck: time.Second}
+	return &Client{pool: pool, submits: newSubmitBatcher(pool, int(pool.Config().MaxConns)),
+		listener: newListener(pool.Config().ConnConfig, ""), recheck: time.Second}
 }
 
 // Close stops the listener Await uses. It does not close the pool.
