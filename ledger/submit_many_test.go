@@ -386,8 +386,9 @@ func TestSubmitManyIdempotencyAndRowSecurity(t *testing.T) {
 	}
 }
 
-// TestSubmitManyConcurrentKeys: calls sharing keys in different orders
-// wait for each other (no deadlock), and each key names one request.
+// TestSubmitManyConcurrentKeys: calls sharing keys in different orders,
+// submit_many's and submit's, wait for each other (no deadlock), and each
+// key names one request.
 func TestSubmitManyConcurrentKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -407,7 +408,19 @@ func TestSubmitManyConcurrentKeys(t *testing.T) {
 				}
 				ps[i] = SubmitParams{Tool: "echo", Input: map[string]any{"key": k}, IdempotencyKey: k}
 			}
-			ids, err := SubmitMany(ctx, s.aliceRole.Pool, ps)
+			var ids []uuid.UUID
+			var err error
+			if c%4 == 3 { // and some submit the same keys one by one
+				for _, p := range ps {
+					var id uuid.UUID
+					if id, err = Submit(ctx, s.aliceRole.Pool, p); err != nil {
+						break
+					}
+					ids = append(ids, id)
+				}
+			} else {
+				ids, err = SubmitMany(ctx, s.aliceRole.Pool, ps)
+			}
 			errs[c] = err
 			if err == nil {
 				// In the order of keys, to compare across callers.
