@@ -259,3 +259,122 @@ func TestSubmitConcurrentCallers(t *testing.T) {
 	}
 	t.Logf("%d requests, %d transactions of more than one", callers*20, batches)
 }
+
+// TestSubmitBatchInFlightCancellation: a caller whose context ends while
+// its batch is in flight gets the context's error at once, and the batch
+// goes on for the others (its request may be recorded); the statement is
+// cancelled only when every caller of the batch has gone.
+func TestSubmitBatchInFlightCancellation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setupClients(t)
+	c := s.alice
+
+	// A transaction holding the lock of key "blk" keeps a batch with that
+	// key in flight.
+	hold := func() (release func()) {
+		tx, err := s.db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idempotency:alice/blk', 0))`); err != nil {
+			t.Fatal(err)
+		}
+		return func() { tx.Rollback(ctx) }
+	}
+	waitBlocked := func() {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			var n int
+			if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the batch never waited for the key's lock")
+			}
+		}
+	}
+
+	for _, everyone := range []bool{false, true} {
+		release := hold()
+		free := occupy(c)
+		ctxA, cancelA := context.WithCancel(ctx)
+		ctxB, cancelB := context.WithCancel(ctx)
+		runs := fmt.Sprintf("everyone-%t", everyone)
+		var a, b submitResult
+		aDone, bDone := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(aDone)
+			a.id, a.err = c.Submit(ctxA, SubmitParams{Tool: "echo", Input: map[string]any{"who": "a"}, IdempotencyKey: "blk", RunID: runs})
+		}()
+		waitQueued(t, c, 1)
+		go func() {
+			defer close(bDone)
+			b.id, b.err = c.Submit(ctxB, SubmitParams{Tool: "echo", Input: map[string]any{"who": "b"}, RunID: runs})
+		}()
+		waitQueued(t, c, 2)
+		free()
+		waitBlocked()
+		cancelA()
+		if everyone {
+			cancelB()
+		}
+		gone := []chan struct{}{aDone}
+		if everyone {
+			gone = append(gone, bDone)
+		}
+		for _, ch := range gone {
+			select {
+			case <-ch:
+			case <-time.After(30 * time.Second):
+				t.Fatal("a caller whose context ended did not return")
+			}
+		}
+		if !everyone {
+			// A has returned; the batch still waits for the lock, for B.
+			var n int
+			if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				t.Error("the batch stopped waiting when one of its two callers left")
+			}
+		}
+		release()
+		<-bDone
+		cancelB()
+		// The batch's goroutine is done once the batcher is idle again.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			c.submits.mu.Lock()
+			idle := c.submits.inFlight == 0
+			c.submits.mu.Unlock()
+			if idle {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the batcher stayed busy")
+			}
+		}
+		if !errors.Is(a.err, context.Canceled) {
+			t.Errorf("everyone=%t: caller A: %s, %v", everyone, a.id, a.err)
+		}
+		var n int
+		if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger.request_status WHERE run_id = $1`, runs).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if everyone {
+			// Nobody waits: the statement was cancelled, nothing recorded.
+			if !errors.Is(b.err, context.Canceled) || n != 0 {
+				t.Errorf("everyone gone: caller B %s, %v; %d requests recorded", b.id, b.err, n)
+			}
+		} else if b.err != nil || n != 2 {
+			// B's batch went on, A's request with it.
+			t.Errorf("caller B: %s, %v; %d requests recorded, want 2", b.id, b.err, n)
+		}
+	}
+}
