@@ -254,7 +254,7 @@ func TestSubmitManyCallErrors(t *testing.T) {
 		{"fewer keys", `SELECT ledger.submit_many(ARRAY['echo','echo'], ARRAY['{}','{}']::jsonb[], NULL, ARRAY['a'])`, "22023"},
 		{"more contexts", `SELECT ledger.submit_many(ARRAY['echo'], ARRAY['{}']::jsonb[], NULL, NULL, ARRAY['{}','{}']::jsonb[])`, "22023"},
 		{"two dimensions", `SELECT ledger.submit_many(ARRAY[['echo'],['echo']], ARRAY[['{}'],['{}']]::jsonb[])`, "22023"},
-		{"over 10000", `SELECT ledger.submit_many(array_fill('echo'::text, ARRAY[10001]), array_fill('{}'::jsonb, ARRAY[10001]))`, "54000"},
+		{"over 1000", `SELECT ledger.submit_many(array_fill('echo'::text, ARRAY[1001]), array_fill('{}'::jsonb, ARRAY[1001]))`, "54000"},
 	} {
 		_, err := s.aliceRole.Pool.Exec(ctx, tc.sql)
 		var pgErr *pgconn.PgError

@@ -290,9 +290,13 @@ BEGIN
             coalesce(cardinality(idempotency_keys)::text, 'NULL'), coalesce(cardinality(contexts)::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF n > 10000 THEN
-        RAISE EXCEPTION 'ledger.submit_many: % requests in one call, the limit is 10000', n
-            USING ERRCODE = 'program_limit_exceeded';
+    -- Each key holds an advisory lock (a shared lock-table entry) until
+    -- the transaction ends; the limit keeps one call well inside the
+    -- table's default size (max_locks_per_transaction 64 × connections).
+    IF n > 1000 THEN
+        RAISE EXCEPTION 'ledger.submit_many: % requests in one call, the limit is 1000', n
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'split them into several calls';
     END IF;
     IF n = 0 THEN
         RETURN '{}';
