@@ -15,8 +15,8 @@ import (
 
 // attestation is what an attestation.signed event and the read model need.
 type attestation struct {
-	digest string
-	event  ledger.NewEvent
+	digest, keyID, envelope string
+	event                   ledger.NewEvent
 }
 
 // attestationInput describes one outcome to attest.
@@ -36,7 +36,11 @@ type attestationInput struct {
 	finished    time.Time
 	result      Result
 	approvalRef string
-	skill       *attest.Skill // the skill artifact, for skill tools
+	// policyDigest is the digest of the policy that decided; "" (an
+	// outcome no decision of this executor led to: a rescue, an expiry)
+	// means the policy in force.
+	policyDigest string
+	skill        *attest.Skill // the skill artifact, for skill tools
 	// trace is the span the attestation.signed event is written in.
 	trace trace.SpanContext
 }
@@ -53,7 +57,7 @@ func (r *recorder) sign(ctx context.Context, in attestationInput) (attestation, 
 		Executor:       in.executor,
 		ExecutorHost:   r.label,
 		Enforcement:    in.result.Enforcement,
-		PolicyDigest:   r.policyDigest,
+		PolicyDigest:   in.policyDigestOr(r.policy),
 		Decision:       in.decision,
 		DecisionReason: in.reason,
 		ApprovalRef:    in.approvalRef,
@@ -77,7 +81,7 @@ func (r *recorder) sign(ctx context.Context, in attestationInput) (attestation, 
 	if err != nil {
 		return attestation{}, err
 	}
-	return attestation{digest: digest, event: ledger.NewEvent{
+	return attestation{digest: digest, keyID: r.signer.KeyID(), envelope: string(envJSON), event: ledger.NewEvent{
 		Type: "attestation.signed",
 		Payload: map[string]any{
 			"request_id":         in.requestID,
@@ -87,4 +91,20 @@ func (r *recorder) sign(ctx context.Context, in attestationInput) (attestation, 
 		},
 		Metadata: r.meta(in.requestID, in.trace),
 	}}, nil
+}
+
+// members are the attestation's members of an event that carries it
+// (contract.Attesting): attestation.signed's, or execution.completed's
+// besides the outcome.
+func (a attestation) members() map[string]any {
+	return map[string]any{"attestation_digest": a.digest, "key_id": a.keyID, "envelope": a.envelope}
+}
+
+// policyDigestOr is the attestation's policy digest: the deciding
+// policy's, else the one in force.
+func (in attestationInput) policyDigestOr(ref *policyRef) string {
+	if in.policyDigest != "" {
+		return in.policyDigest
+	}
+	return ref.load().Digest()
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +28,6 @@ import (
 	"github.com/execledger/execledger/internal/skill/vet"
 	"github.com/execledger/execledger/internal/tracing"
 	"github.com/execledger/execledger/ledger"
-	"github.com/execledger/execledger/migrations"
 	"github.com/execledger/execledger/projector"
 )
 
@@ -98,6 +98,9 @@ type services struct {
 	noteKeyFile string
 	// consoleReady, when set, gets the console's URL once it listens.
 	consoleReady func(url string)
+	// opsListener and consoleListener, when set, are serve.listen and
+	// console.listen bound already (dev binds them before its banner).
+	opsListener, consoleListener net.Listener
 }
 
 // loadServices reads the policy files and the signing key. Both are
@@ -158,10 +161,16 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	ops := opsserver.New(pool, logger, opsserver.Config{QuotaTopK: cfg.Serve.QuotaMetricsTopK, Label: cfg.Serve.Label})
 	if cfg.Serve.Listen != "" {
 		wg.Go(func() {
-			err := ops.Serve(ctx, cfg.Serve.Listen, func(a net.Addr) {
+			ready := func(a net.Addr) {
 				logger.Info("operations endpoints", slog.String("healthz", "http://"+a.String()+"/healthz"),
 					slog.String("metrics", "http://"+a.String()+"/metrics"))
-			})
+			}
+			var err error
+			if svc.opsListener != nil {
+				err = ops.ServeListener(ctx, svc.opsListener, ready)
+			} else {
+				err = ops.Serve(ctx, cfg.Serve.Listen, ready)
+			}
 			if err != nil {
 				errs <- err
 				cancel()
@@ -174,7 +183,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 			return err
 		}
 		wg.Go(func() {
-			if err := runConsole(ctx, cfg, keys, logger, svc.consoleReady); err != nil && ctx.Err() == nil {
+			if err := runConsole(ctx, cfg, keys, logger, svc.consoleReady, svc.consoleListener); err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()
 			}
@@ -183,6 +192,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	if cfg.Executor.Enabled {
 		xcfg := executorConfig(cfg)
 		xcfg.Metrics = executor.NewMetrics(ops.Registerer())
+		xcfg.UnsupportedHint = unsupportedHint(cfg)
 		if svc.tracing != nil {
 			xcfg.TracerProvider = svc.tracing
 		}
@@ -214,6 +224,11 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 				cancel()
 			}
 		})
+		if cfg.Policy.ReloadInterval.Duration > 0 && len(cfg.Policy.Files) > 0 {
+			w := policy.Watcher{Paths: cfg.Policy.Files, Interval: cfg.Policy.ReloadInterval.Duration,
+				Logger: logger.With(slog.String("component", "policy")), Apply: x.SetPolicy}
+			wg.Go(func() { w.Run(ctx, svc.policy) })
+		}
 	}
 	if projections := engineProjections(cfg, svc, ops.Registerer(), logger); len(projections) > 0 {
 		eng, err := projector.New(pool, projector.Config{
@@ -254,6 +269,33 @@ func engineProjections(cfg config.Config, svc services, reg prometheus.Registere
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// unsupportedHint says, for a tool this executor does not run, which
+// configuration key would make it run it.
+func unsupportedHint(cfg config.Config) func(tool string) string {
+	return func(tool string) string {
+		switch {
+		case tool == "process.run" || tool == "process.status" || tool == "process.stop":
+			if !cfg.Process.Enabled {
+				return "process.run is off: set [process_run] enabled = true (EXECLEDGER_PROCESS_RUN_ENABLED=true; execledger dev turns it on)"
+			}
+			if !cfg.Process.Background {
+				return "background processes are off: set [process_run] background = true (EXECLEDGER_PROCESS_RUN_BACKGROUND=true)"
+			}
+		case !strings.Contains(tool, "."):
+			return "the built-in tools are echo and sleep"
+		case !cfg.Wasm.Enabled:
+			return "skills and WebAssembly modules run in tier A, which is off: set [wasm] enabled = true (EXECLEDGER_WASM_ENABLED=true; execledger dev turns it on)"
+		case tool == "plugin.run" && !cfg.Wasm.AllowInline:
+			return "plugin.run is off: set [wasm] allow_inline = true (EXECLEDGER_WASM_ALLOW_INLINE=true)"
+		case !cfg.Skills.Enabled:
+			return "no [[wasm.modules]] entry registers it, and installed skills are off: set [skills] enabled = true (EXECLEDGER_SKILLS_ENABLED=true)"
+		default:
+			return "no [[wasm.modules]] entry registers it and no installed skill provides it (execledger skill list)"
+		}
+		return ""
+	}
 }
 
 // toolCloser closes a family of tools after the executor has stopped.
@@ -378,9 +420,7 @@ func skillOptions(cfg config.Config) vet.Options {
 }
 
 // skillLimits bound installed skills' quotas.
-func skillLimits(w config.Wasm) gate.Limits {
-	return gate.Limits{Fuel: int64(w.FuelLimit), Timeout: w.Timeout.Duration, MemoryPages: uint32(w.MemoryLimitPages)}
-}
+func skillLimits(w config.Wasm) gate.Limits { return gate.LimitsOf(w) }
 
 func collect(errs <-chan error) []error {
 	var out []error
@@ -399,27 +439,6 @@ func executorConfig(cfg config.Config) executor.Config {
 		DefaultMaxCallsPerRun: x.DefaultMaxCallsPerRun, Sensitive: x.Sensitive, ApprovalTimeout: x.ApprovalTimeout.Duration,
 		MaxAttempts: x.MaxAttempts,
 	}
-}
-
-// checkSchema refuses to serve a database this binary has not migrated.
-func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	st, err := migrations.ReadStatus(ctx, conn.Conn())
-	if err != nil {
-		return err
-	}
-	switch {
-	case st.Version != st.Latest:
-		return fmt.Errorf("the database schema is at version %d, this binary needs %d: run `execledger migrate`", st.Version, st.Latest)
-	case !st.UpToDate():
-		differ := append(st.Pending, st.Retired...)
-		return fmt.Errorf("%d of the database's definitions differ from this binary's (%s, …): run `execledger migrate`", len(differ), differ[0])
-	}
-	return nil
 }
 
 // prefixes parses the CIDR ranges of configuration key key (already

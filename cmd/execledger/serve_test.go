@@ -191,6 +191,9 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	if !strings.Contains(out.String(), "Console: http://"+consoleAddr+"/") {
 		t.Errorf("dev printed no console URL:\n%s", out.String())
 	}
+	if !regexp.MustCompile(`Ports: PostgreSQL 127\.0\.0\.1:\d+, metrics http://` + regexp.QuoteMeta(addr) + `/metrics, console ` + regexp.QuoteMeta(consoleAddr)).MatchString(out.String()) {
+		t.Errorf("dev's banner does not say its ports:\n%s", out.String())
+	}
 	// The demo principal can submit, and demo_alice sees only alice's rows.
 	if r := execute(t, []string{"DATABASE_URL=" + url[1]}, "", "submit", "echo", `{"text":"dev"}`, "--wait", "--timeout", "30s"); r.code != exitOK {
 		t.Fatalf("submit against dev: %+v\n%s", r, out.String())
