@@ -15,9 +15,10 @@ import (
 // A call that finds fewer than maxInFlight calls in flight (the pool's
 // connections) goes out at once, from its own goroutine, as one
 // ledger.submit: a lone caller waits for nothing but its own statement. A
-// call that finds them all in flight queues. When an in-flight call returns, the queued calls (up to maxBatch
-// of them, maxBatchBytes of input) go out together as one ledger.submit_many
-// from a goroutine of the batcher's, and so on until the queue is empty.
+// call that finds them all in flight queues. When an in-flight call
+// returns, the queued calls (up to maxBatch of them, maxBatchBytes of
+// input) go out together as one ledger.submit_many from a goroutine of the
+// batcher's, and so on until the queue is empty.
 //
 // Each caller gets its own result. ledger.submit_many writes all of a batch
 // or nothing; when it refuses an element (SQLSTATE and words of submit's,
