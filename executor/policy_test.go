@@ -55,8 +55,8 @@ WHERE stream = 'policy' AND type = 'policy.published'`).Scan(&published); err !=
 			PolicyDigest        string   `json:"policy_digest"`
 			DeterminingPolicies []string `json:"determining_policies"`
 		}
-		if err := json.Unmarshal(evs[2].Payload, &d); err != nil || d.PolicyDigest != next.Digest() {
-			t.Errorf("policy.decided %s, want digest %s", evs[2].Payload, next.Digest())
+		if err := json.Unmarshal(evs[1].Payload, &d); err != nil || evs[1].Type != "request.decided" || d.PolicyDigest != next.Digest() {
+			t.Errorf("%s %s, want request.decided with digest %s", evs[1].Type, evs[1].Payload, next.Digest())
 		}
 		if st := e.verifyAttestation(t, r); st.Predicate.PolicyDigest != next.Digest() {
 			t.Errorf("attestation's policy digest %s, want %s", st.Predicate.PolicyDigest, next.Digest())
