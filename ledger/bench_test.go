@@ -14,6 +14,11 @@ package ledger
 //	               registered in ledger.queue_waiters, and registers again
 //	               as soon as a NOTIFY has woken it (the worst case: an
 //	               executor that is idle again at once)
+//	client_submit  Client.Submit over a pool of eight connections, from
+//	               -client-callers goroutines (8 and 32) with
+//	               -client-inflight calls in flight at most (the client's
+//	               default, 8): the calls that queue are batched into
+//	               submit_many
 //
 // go test's -count repeats each sub-benchmark back to back, which would put
 // all the baselines minutes away from the calls they are compared with. So
@@ -28,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,6 +46,35 @@ import (
 )
 
 var benchRounds = flag.Int("rounds", 1, "interleaved rounds of baseline and measured sub-benchmarks")
+
+// The client_submit variants: the batcher's in-flight calls, and the
+// goroutines calling Client.Submit.
+var (
+	benchClientInFlight = []int{benchConns}
+	benchClientCallers  = []int{benchConns, 4 * benchConns}
+)
+
+func init() {
+	flag.Func("client-inflight", "comma-separated in-flight limits for client_submit (default: the client's, the pool's 8 connections)", func(v string) error {
+		return parseInts(v, &benchClientInFlight)
+	})
+	flag.Func("client-callers", "comma-separated goroutine counts for client_submit (default 8,32)", func(v string) error {
+		return parseInts(v, &benchClientCallers)
+	})
+}
+
+func parseInts(v string, into *[]int) error {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	*into = out
+	return nil
+}
 
 // benchConns is how many connections, each driven by one goroutine, the
 // concurrent benchmarks use.
@@ -144,6 +179,21 @@ func BenchmarkSubmitVsCeiling(b *testing.B) {
 	}
 	conns := benchWorkers(b, db, benchConns)
 
+	// Client.Submit from as many goroutines, batching into submit_many
+	// over a pool of as many connections.
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = benchConns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	client := NewClient(pool)
+	b.Cleanup(client.Close)
+
 	const input = `{"text":"hello"}`
 	submit := func(b *testing.B) float64 {
 		return benchStatement(b, conns, querySubmit, "echo", input, nil, nil, "{}")
@@ -163,6 +213,82 @@ func BenchmarkSubmitVsCeiling(b *testing.B) {
 				stop := benchWaitingExecutor(b, db)
 				defer stop()
 				benchVsPlain(b, submit(b), plain)
+			})
+			for _, inFlight := range benchClientInFlight {
+				for _, callers := range benchClientCallers {
+					b.Run(fmt.Sprintf("client_submit/inflight=%d/callers=%d", inFlight, callers), func(b *testing.B) {
+						benchAssertNoWaiters(b, db)
+						client.submits.maxInFlight = inFlight
+						rate := benchParallel(b, callers, func(int) error {
+							_, err := client.Submit(ctx, SubmitParams{Tool: "echo", Input: json.RawMessage(input)})
+							return err
+						})
+						b.ReportMetric(rate, "ops/s")
+						benchVsPlain(b, rate, plain)
+					})
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSubmitManyVsCopy measures, on the same eight connections:
+//
+//	copy         COPY (pgx CopyFrom, binary) of 100 rows into an unindexed
+//	             table of submit_many's five arguments: the bulk ceiling
+//	submit_many  ledger.submit_many of the same 100 requests
+//
+// Each op is one statement of 100 requests, autocommit; requests/s is the
+// aggregate rate, vs_copy submit_many's rate over the same round's copy.
+func BenchmarkSubmitManyVsCopy(b *testing.B) {
+	ctx := context.Background()
+	db := testdb.New(b)
+	if err := db.MapPrincipal(ctx, "postgres", "bench"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `CREATE TABLE bench_requests (tool text, input jsonb, run_id text, idempotency_key text, context jsonb)`); err != nil {
+		b.Fatal(err)
+	}
+	conns := benchWorkers(b, db, benchConns)
+	const size = 100
+	tools, inputs, contexts := make([]string, size), make([]string, size), make([]string, size)
+	rows := make([][]any, size)
+	for i := range size {
+		tools[i], inputs[i], contexts[i] = "echo", `{"text":"hello `+strconv.Itoa(i)+`"}`, "{}"
+		rows[i] = []any{tools[i], inputs[i], nil, nil, contexts[i]}
+	}
+	columns := []string{"tool", "input", "run_id", "idempotency_key", "context"}
+	for i, c := range conns { // warm up
+		if _, err := c.CopyFrom(ctx, pgx.Identifier{"bench_requests"}, columns, pgx.CopyFromRows(rows)); err != nil {
+			b.Fatalf("warm-up on connection %d: %v", i, err)
+		}
+		if _, err := c.Exec(ctx, querySubmitMany, tools, inputs, nil, nil, contexts); err != nil {
+			b.Fatalf("warm-up on connection %d: %v", i, err)
+		}
+	}
+	run := func(b *testing.B, op func(c *pgx.Conn) error) float64 {
+		rate := size * benchParallel(b, len(conns), func(w int) error { return op(conns[w]) })
+		b.ReportMetric(rate, "requests/s")
+		return rate
+	}
+	for round := 1; round <= *benchRounds; round++ {
+		b.Run(fmt.Sprintf("round=%d", round), func(b *testing.B) {
+			var plain float64
+			b.Run("copy", func(b *testing.B) {
+				plain = run(b, func(c *pgx.Conn) error {
+					_, err := c.CopyFrom(ctx, pgx.Identifier{"bench_requests"}, columns, pgx.CopyFromRows(rows))
+					return err
+				})
+			})
+			b.Run("submit_many", func(b *testing.B) {
+				benchAssertNoWaiters(b, db)
+				rate := run(b, func(c *pgx.Conn) error {
+					_, err := c.Exec(ctx, querySubmitMany, tools, inputs, nil, nil, contexts)
+					return err
+				})
+				if plain > 0 {
+					b.ReportMetric(rate/plain, "vs_copy")
+				}
 			})
 		})
 	}
@@ -316,5 +442,46 @@ func BenchmarkAppendBatch(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkSubmitBatchSizes measures one connection submitting one request
+// per ledger.submit against k requests per ledger.submit_many, autocommit:
+// requests/s, and vs_submit, the rate over the same round's submit's. It
+// shows from which batch size submit_many pays for its fixed cost.
+func BenchmarkSubmitBatchSizes(b *testing.B) {
+	ctx := context.Background()
+	db := testdb.New(b)
+	if err := db.MapPrincipal(ctx, "postgres", "bench"); err != nil {
+		b.Fatal(err)
+	}
+	conn := benchWorkers(b, db, 1)[0]
+	const input = `{"text":"hello"}`
+	for round := 1; round <= *benchRounds; round++ {
+		b.Run(fmt.Sprintf("round=%d", round), func(b *testing.B) {
+			var single float64
+			b.Run("submit", func(b *testing.B) {
+				single = benchStatement(b, []*pgx.Conn{conn}, querySubmit, "echo", input, nil, nil, "{}")
+			})
+			for _, k := range []int{1, 2, 4, 8, 16, 64} {
+				tools, inputs, contexts := make([]string, k), make([]string, k), make([]string, k)
+				for i := range k {
+					tools[i], inputs[i], contexts[i] = "echo", input, "{}"
+				}
+				b.Run(fmt.Sprintf("submit_many=%d", k), func(b *testing.B) {
+					if _, err := conn.Exec(ctx, querySubmitMany, tools, inputs, nil, nil, contexts); err != nil {
+						b.Fatal(err)
+					}
+					rate := float64(k) * benchParallel(b, 1, func(int) error {
+						_, err := conn.Exec(ctx, querySubmitMany, tools, inputs, nil, nil, contexts)
+						return err
+					})
+					b.ReportMetric(rate, "requests/s")
+					if single > 0 {
+						b.ReportMetric(rate/single, "vs_submit")
+					}
+				})
+			}
+		})
 	}
 }

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -25,6 +28,7 @@ const ChannelRequestDone = "ledger_request_done"
 // pool's login role is mapped to.
 type Client struct {
 	pool     *pgxpool.Pool
+	submits  *submitBatcher
 	listener *listener
 	// recheck bounds how long Await can miss a final state whose
 	// notification was lost (a dropped listener connection, say).
@@ -33,7 +37,8 @@ type Client struct {
 
 // NewClient returns a Client over pool. Close it to stop its listener.
 func NewClient(pool *pgxpool.Pool) *Client {
-	return &Client{pool: pool, listener: newListener(pool.Config().ConnConfig, ""), recheck: time.Second}
+	return &Client{pool: pool, submits: newSubmitBatcher(pool, int(pool.Config().MaxConns)),
+		listener: newListener(pool.Config().ConnConfig, ""), recheck: time.Second}
 }
 
 // Close stops the listener Await uses. It does not close the pool.
@@ -41,13 +46,39 @@ func (c *Client) Close() { c.listener.close() }
 
 // Submit records a tool request and returns its id. Repeating a call with
 // the same IdempotencyKey returns the first call's id.
+//
+// Concurrent calls on one Client are sent together (see submitBatcher): a
+// call made while none is in flight goes out at once as ledger.submit;
+// calls made while one is in flight wait for it and then go out as one
+// ledger.submit_many. Each call gets its own id or its own error, the
+// same as from a call of its own.
 func (c *Client) Submit(ctx context.Context, p SubmitParams) (uuid.UUID, error) {
-	return Submit(ctx, c.pool, p)
+	a, err := submitArgsOf(ctx, p)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return c.submits.submit(ctx, a)
 }
 
 // Submit is Client.Submit inside a transaction (or on a connection) the
-// caller owns: the request commits with the caller's own writes.
+// caller owns: the request commits with the caller's own writes. It is
+// never batched with other calls.
 func Submit(ctx context.Context, db DBTX, p SubmitParams) (uuid.UUID, error) {
+	a, err := submitArgsOf(ctx, p)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return a.submit(ctx, db)
+}
+
+// submitArgs are one request's arguments as ledger.submit takes them.
+type submitArgs struct {
+	tool, input, context string
+	runID, key           *string
+}
+
+// submitArgsOf checks and encodes p; its errors are the client's own.
+func submitArgsOf(ctx context.Context, p SubmitParams) (submitArgs, error) {
 	if p.Context.Traceparent == "" && trace.SpanContextFromContext(ctx).IsValid() {
 		// The caller's span, so that the executor continues its trace.
 		c := propagation.MapCarrier{}
@@ -56,21 +87,116 @@ func Submit(ctx context.Context, db DBTX, p SubmitParams) (uuid.UUID, error) {
 	}
 	input, err := marshalObject(p.Input)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("ledger: submit: %w: %v", ErrInvalidInput, err)
+		return submitArgs{}, fmt.Errorf("ledger: submit: %w: %v", ErrInvalidInput, err)
 	}
 	reqCtx, err := json.Marshal(p.Context)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("ledger: submit: %w: context: %v", ErrInvalidInput, err)
+		return submitArgs{}, fmt.Errorf("ledger: submit: %w: context: %v", ErrInvalidInput, err)
 	}
 	if hasNUL(input) || hasNUL(reqCtx) {
-		return uuid.Nil, fmt.Errorf("ledger: submit: %w: input contains \\u0000 (NUL), which PostgreSQL cannot store in JSON", ErrInvalidInput)
+		return submitArgs{}, fmt.Errorf("ledger: submit: %w: input contains \\u0000 (NUL), which PostgreSQL cannot store in JSON", ErrInvalidInput)
 	}
+	return submitArgs{tool: p.Tool, input: string(input), context: string(reqCtx),
+		runID: nullable(p.RunID), key: nullable(p.IdempotencyKey)}, nil
+}
+
+func (a submitArgs) submit(ctx context.Context, db DBTX) (uuid.UUID, error) {
 	var id uuid.UUID
-	err = db.QueryRow(ctx, querySubmit, p.Tool, string(input), nullable(p.RunID), nullable(p.IdempotencyKey), string(reqCtx)).Scan(&id)
+	err := db.QueryRow(ctx, querySubmit, a.tool, a.input, a.runID, a.key, a.context).Scan(&id)
 	if err != nil {
 		return uuid.Nil, sqlError("submit", err)
 	}
 	return id, nil
+}
+
+// SubmitMany records many requests in one call of ledger.submit_many, in
+// a transaction (or on a connection) the caller owns, and returns their
+// ids in order. Either all are recorded or none: an element the ledger
+// refuses makes it return a *SubmitManyError naming the element, whose
+// error is the one Submit would have returned for it. An idempotency key
+// repeated within ps returns its first element's id.
+func SubmitMany(ctx context.Context, db DBTX, ps []SubmitParams) ([]uuid.UUID, error) {
+	args := make([]submitArgs, len(ps))
+	for i, p := range ps {
+		a, err := submitArgsOf(ctx, p)
+		if err != nil {
+			return nil, &SubmitManyError{Index: i, Err: err}
+		}
+		args[i] = a
+	}
+	ids, elem, err := submitMany(ctx, db, args)
+	if elem != nil {
+		return nil, elem
+	}
+	if err != nil {
+		return nil, sqlError("submit many", err)
+	}
+	return ids, nil
+}
+
+// SubmitManyError is SubmitMany's error for one element: Index is its
+// place in the slice (from 0), Err what Submit would return for it.
+type SubmitManyError struct {
+	Index int
+	Err   error
+}
+
+func (e *SubmitManyError) Error() string {
+	return fmt.Sprintf("ledger: submit many: element %d: %v", e.Index, e.Err)
+}
+
+// Unwrap returns the element's error, so errors.Is(err, ErrInvalidInput) and the like hold.
+func (e *SubmitManyError) Unwrap() error { return e.Err }
+
+// elementError matches the message ledger.submit_many raises for one
+// element: its index from 1, then submit's own words.
+var elementError = regexp.MustCompile(`^ledger\.submit_many: element ([0-9]+): `)
+
+// submitMany calls ledger.submit_many. An element's error comes back as
+// a *SubmitManyError; any other as the driver's.
+func submitMany(ctx context.Context, db DBTX, args []submitArgs) ([]uuid.UUID, *SubmitManyError, error) {
+	if len(args) == 0 {
+		return []uuid.UUID{}, nil, nil
+	}
+	tools := make([]string, len(args))
+	inputs := make([]string, len(args))
+	contexts := make([]string, len(args))
+	var runIDs, keys []*string
+	for i, a := range args {
+		tools[i], inputs[i], contexts[i] = a.tool, a.input, a.context
+		if a.runID != nil && runIDs == nil {
+			runIDs = make([]*string, len(args))
+		}
+		if a.key != nil && keys == nil {
+			keys = make([]*string, len(args))
+		}
+		if runIDs != nil {
+			runIDs[i] = a.runID
+		}
+		if keys != nil {
+			keys[i] = a.key
+		}
+	}
+	var ids []uuid.UUID
+	err := db.QueryRow(ctx, querySubmitMany, tools, inputs, runIDs, keys, contexts).Scan(&ids)
+	if err == nil && len(ids) != len(args) {
+		err = fmt.Errorf("ledger.submit_many returned %d ids for %d requests", len(ids), len(args))
+	}
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			if m := elementError.FindStringSubmatch(pgErr.Message); m != nil {
+				if i, convErr := strconv.Atoi(m[1]); convErr == nil && i >= 1 && i <= len(args) {
+					// The element's error as ledger.submit words it.
+					one := *pgErr
+					one.Message = "ledger.submit: " + pgErr.Message[len(m[0]):]
+					return nil, &SubmitManyError{Index: i - 1, Err: sqlError("submit", &one)}, nil
+				}
+			}
+		}
+		return nil, nil, err
+	}
+	return ids, nil, nil
 }
 
 // Cancel cancels a request: at once when it has not started, by telling its

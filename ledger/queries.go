@@ -31,6 +31,8 @@ WHERE e.stream = $1 AND e.version > $2 ORDER BY e.version LIMIT $3`
 
 	querySubmit = `SELECT ledger.submit($1, $2::jsonb, $3, $4, $5::jsonb)`
 
+	querySubmitMany = `SELECT ledger.submit_many($1::text[], $2::jsonb[], $3::text[], $4::text[], $5::jsonb[])`
+
 	queryCancel = `SELECT ledger.cancel($1, $2)`
 
 	queryNotifyChannel = `SELECT ledger.notify_channel()`
