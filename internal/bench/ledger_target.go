@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/mod/sumdb/note"
 
@@ -151,14 +150,15 @@ func migrateLedger(ctx context.Context, db *Database) error {
 
 func (t *ledgerTarget) name() string { return SystemExecledger }
 
+// insertBatch inserts n requests with one ledger.submit_many, as River's
+// target inserts its batch with one InsertMany.
 func (t *ledgerTarget) insertBatch(ctx context.Context, first, n int) error {
-	return pgx.BeginFunc(ctx, t.submitPool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for seq := first; seq < first+n; seq++ {
-			b.Queue(queryLedgerSubmit, "echo", echoInput, runID(seq))
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
+	ps := make([]ledger.SubmitParams, n)
+	for i := range ps {
+		ps[i] = ledger.SubmitParams{Tool: "echo", Input: json.RawMessage(echoInput), RunID: runID(first + i)}
+	}
+	_, err := ledger.SubmitMany(ctx, t.submitPool, ps)
+	return err
 }
 
 func (t *ledgerTarget) submit(ctx context.Context, seq int) error {

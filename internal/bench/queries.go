@@ -5,8 +5,6 @@ package bench
 const (
 	queryLedgerMapPrincipal = `INSERT INTO ledger.principals (login_role, principal) VALUES (session_user, 'bench')`
 
-	queryLedgerSubmit = `SELECT ledger.submit($1, $2::jsonb, $3)`
-
 	// queryLedgerDepth counts requests not yet final: final ones leave the queue.
 	queryLedgerDepth = `SELECT count(*) FROM ledger.queue`
 
