@@ -6362,6 +6362,9 @@ GRANT SELECT ON TABLE public.execledger_definitions TO ledger_approver;
 GRANT SELECT ON TABLE public.execledger_definitions TO ledger_executor;
 GRANT SELECT ON TABLE public.execledger_definitions TO ledger_auditor;
 GRANT SELECT ON TABLE public.execledger_definitions TO ledger_admin;
+GRANT SELECT ON TABLE public.execledger_definitions TO ledger_reader;
+GRANT SELECT ON TABLE public.execledger_definitions TO ledger_skill_admin;
+GRANT SELECT ON TABLE public.execledger_definitions TO ledger_mcp_gateway;
 
 
 --
@@ -6373,6 +6376,9 @@ GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_approver;
 GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_executor;
 GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_auditor;
 GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_admin;
+GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_reader;
+GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_skill_admin;
+GRANT SELECT ON TABLE public.execledger_schema_version TO ledger_mcp_gateway;
 
 
 --

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/execledger/execledger/internal/testdb"
 	"github.com/execledger/execledger/migrations"
 )
@@ -115,4 +117,29 @@ func firstDifference(want, got []byte) string {
 		}
 	}
 	return ""
+}
+
+// TestEveryLedgerRoleReadsTheSchemaVersion: a login holding any one ledger
+// role can run the check every command runs after it connects
+// (migrations.Inspect), so each gets the same "run execledger migrate"
+// message rather than a permission error (022).
+func TestEveryLedgerRoleReadsTheSchemaVersion(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	rows, err := db.Pool.Query(ctx, `SELECT rolname::text FROM pg_roles WHERE rolname LIKE 'ledger\_%' AND NOT rolcanlogin ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(roles) < 8 {
+		t.Fatalf("ledger roles %v (%v)", roles, err)
+	}
+	for i, r := range roles {
+		login := db.LoginRole(t, fmt.Sprintf("p%d", i), r)
+		st, err := migrations.Inspect(ctx, login.Pool)
+		if err != nil || !st.UpToDate() {
+			t.Errorf("a login holding only %s: %+v, %v", r, st, err)
+		}
+	}
 }

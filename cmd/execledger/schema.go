@@ -44,11 +44,11 @@ func checkSchema(ctx context.Context, q migrations.Querier) error {
 	return schemaError(st)
 }
 
-// checkSchemaAs is checkSchema for login l. The five roles of migration
-// 001 may read the schema's version; a login holding only a later role
-// (ledger_skill_admin, ledger_mcp_gateway, ledger_reader) may not, and
-// goes on unchecked: what it calls fails on its own if the schema is
-// wrong. A login holding no ledger role is told so.
+// checkSchemaAs is checkSchema for login l. Every ledger role may read
+// the schema's version and definitions (006, 019, 022); a login that
+// still may not (a role of a schema older than 022) goes on unchecked:
+// what it calls fails on its own if the schema is wrong. A login holding
+// no ledger role is told so.
 func checkSchemaAs(ctx context.Context, q migrations.Querier, l login) error {
 	err := checkSchema(ctx, q)
 	if contract.SQLState(err) != contract.SQLStateInsufficientPriv {
