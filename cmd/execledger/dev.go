@@ -209,8 +209,11 @@ func runDev(ctx context.Context, e *env, withConsole bool) error {
   Login roles demo_alice and demo_bob act as principals alice and bob: put demo_alice@ for postgres@
   in the URL to act as alice, who sees only alice's requests.
   Policy: demo and alice may run echo and sleep; bob may sleep but not echo.
+  Login role demo_approver (principal approver) decides approvals: with demo_approver@ for postgres@ in the
+  URL, execledger approvals lists what waits with its exact input and digest, and
+  execledger approve ID --input-digest DIGEST lets it run. %s
 Ctrl-C stops the service and the embedded database.
-`, v, cfg.Database.URL, where)
+`, v, cfg.Database.URL, where, devSensitive(cfg.Executor.Sensitive))
 	if cfg.Console.Enabled {
 		svc.consoleReady = func(u string) {
 			fmt.Fprintf(e.io.out, "Console: %s  (sign in as demo_alice, demo_approver or demo_auditor", u)
@@ -267,4 +270,12 @@ func ensureDatabase(ctx context.Context, adminURL, name string) error {
 		return fmt.Errorf("create database %s: %w", name, err)
 	}
 	return nil
+}
+
+// devSensitive is the banner's line on which tools wait for approval.
+func devSensitive(tools []string) string {
+	if len(tools) == 0 {
+		return "No tool waits for approval now: start dev with\n  EXECLEDGER_EXECUTOR_SENSITIVE=sleep to make sleep wait for one."
+	}
+	return "Tools that wait for approval: " + strings.Join(tools, ", ") + "."
 }

@@ -191,6 +191,16 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	if !strings.Contains(out.String(), "Console: http://"+consoleAddr+"/") {
 		t.Errorf("dev printed no console URL:\n%s", out.String())
 	}
+	// The banner says how to approve, as demo_approver, which dev made.
+	for _, want := range []string{"demo_approver", "execledger approvals", "--input-digest", "EXECLEDGER_EXECUTOR_SENSITIVE=sleep"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the banner lacks %q:\n%s", want, out.String())
+		}
+	}
+	approverURL, _ := testdb.WithUser(url[1], "demo_approver")
+	if r := execute(t, []string{"DATABASE_URL=" + approverURL}, "", "approvals"); r.code != exitOK || !strings.Contains(r.stderr, "nothing waits") {
+		t.Errorf("approvals as demo_approver: %+v", r)
+	}
 	// The demo principal can submit, and demo_alice sees only alice's rows.
 	if r := execute(t, []string{"DATABASE_URL=" + url[1]}, "", "submit", "echo", `{"text":"dev"}`, "--wait", "--timeout", "30s"); r.code != exitOK {
 		t.Fatalf("submit against dev: %+v\n%s", r, out.String())
