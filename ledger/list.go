@@ -124,13 +124,25 @@ FROM ledger.awaiting_approval($1, $2)`
 // input (ledger.awaiting_approval). Approvers, auditors and
 // administrators may call it; anyone else gets ErrNotPermitted.
 func (c *Client) AwaitingApproval(ctx context.Context, limit int) ([]Awaiting, error) {
-	return awaitingApproval(ctx, c.pool, limit, nil)
+	return AwaitingApproval(ctx, c.pool, limit)
+}
+
+// AwaitingApproval is Client.AwaitingApproval on a pool, connection or
+// transaction the caller owns.
+func AwaitingApproval(ctx context.Context, db DBTX, limit int) ([]Awaiting, error) {
+	return awaitingApproval(ctx, db, limit, nil)
 }
 
 // AwaitingApprovalOf is request id's AwaitingApproval row: ErrNotFound
 // when it does not wait for approval (or does not exist).
 func (c *Client) AwaitingApprovalOf(ctx context.Context, id uuid.UUID) (*Awaiting, error) {
-	rows, err := awaitingApproval(ctx, c.pool, 1, &id)
+	return AwaitingApprovalOf(ctx, c.pool, id)
+}
+
+// AwaitingApprovalOf is Client.AwaitingApprovalOf on a pool, connection
+// or transaction the caller owns.
+func AwaitingApprovalOf(ctx context.Context, db DBTX, id uuid.UUID) (*Awaiting, error) {
+	rows, err := awaitingApproval(ctx, db, 1, &id)
 	if err != nil {
 		return nil, err
 	}

@@ -1,3 +1,6 @@
+-- 025: approvers see what they approve; denials by reason over time;
+-- witness lag.
+--
 -- ledger.awaiting_approval gains the input an approval decides and an
 -- optional request id (an approver's `requests show`): a new result and a
 -- new signature, which CREATE OR REPLACE cannot make. The file
@@ -29,3 +32,8 @@ GRANT SELECT ON ledger.quota_denial_buckets TO ledger_submitter, ledger_executor
 
 UPDATE ledger.projections SET tables = tables || 'quota_denial_buckets'::text
 WHERE name = 'quota_usage' AND NOT ('quota_denial_buckets' = ANY (tables));
+
+-- Each witness's newest cosignature, for the console's witness lag: a
+-- walk of the distinct witnesses and one probe each, not a scan of every
+-- cosignature.
+CREATE INDEX checkpoint_cosignatures_key_idx ON ledger.checkpoint_cosignatures (key_name, key_hash, size);

@@ -217,7 +217,11 @@ func TestApprovals(t *testing.T) {
 	bob.mustSignIn(w.bob)
 	_, page := bob.get("/approvals")
 	digest := regexp.MustCompile(`name="input_digest" value="(sha256:[0-9a-f]{64})"`).FindStringSubmatch(page)
-	if digest == nil || !strings.Contains(page, mine.String()) || !strings.Contains(page, "issue 25") {
+	// An approver sees the exact input as recorded, from
+	// ledger.awaiting_approval: it reads neither the log nor the queue.
+	if digest == nil || !strings.Contains(page, mine.String()) || !strings.Contains(page, `{
+  &#34;ms&#34;: 1
+}`) || strings.Contains(page, "may not call") {
 		t.Fatalf("bob's approvals page:\n%s", page)
 	}
 	// The two-person rule: bob may not approve his own request.
@@ -246,6 +250,11 @@ func TestApprovals(t *testing.T) {
 	}
 	w.waitState(t, other, "succeeded")
 	w.waitState(t, denied, "denied")
+	// Decided, they leave the approver's page, inputs and all.
+	if _, page := carol.get("/approvals"); strings.Contains(page, other.String()) || strings.Contains(page, denied.String()) ||
+		!strings.Contains(page, mine.String()) {
+		t.Fatalf("carol's approvals page once decided:\n%s", page)
+	}
 	// The decisions are events attributed to carol's login.
 	var actor, loginRole string
 	if err := w.db.Pool.QueryRow(context.Background(), `SELECT metadata->>'actor', metadata->>'login_role' FROM ledger.events
