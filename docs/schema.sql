@@ -4562,6 +4562,13 @@ CREATE INDEX audit_trail_time_idx ON ledger.audit_trail USING btree (recorded_at
 
 
 --
+-- Name: checkpoint_cosignatures_key_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX checkpoint_cosignatures_key_idx ON ledger.checkpoint_cosignatures USING btree (key_name, key_hash, size);
+
+
+--
 -- Name: events_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
 --
 

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -327,14 +328,35 @@ func TestPagesRender(t *testing.T) {
 	ts := newTestServer(t, w.server(t, nil))
 	id := w.submit(t, w.alice, "echo", `{"text":"x"}`, "r9", "")
 	w.waitSealed(t, id)
+	// A denial (an input sleep refuses), counted by reason per hour.
+	bad := w.submit(t, w.alice, "sleep", `{"seconds":1}`, "", "")
+	w.waitSealed(t, bad)
+	ctx := context.Background()
+	waitFor(t, "the denial in quota_denial_buckets", func() bool {
+		var n int
+		err := w.db.Pool.QueryRow(ctx, "SELECT count(*) FROM ledger.quota_denial_buckets WHERE principal = 'alice'").Scan(&n)
+		return err == nil && n > 0
+	})
+	// Two witnesses: one cosigned the first checkpoint only, one the
+	// newest.
+	var oldest, newest int64
+	waitFor(t, "two checkpoints", func() bool {
+		err := w.db.Pool.QueryRow(ctx, "SELECT min(size), max(size) FROM ledger.checkpoints").Scan(&oldest, &newest)
+		return err == nil && newest > oldest
+	})
+	if _, err := w.db.Pool.Exec(ctx, `INSERT INTO ledger.checkpoint_cosignatures (size, key_name, key_hash, signature)
+VALUES ($1, 'witness.behind', 1, 'AAAA'), ($2, 'witness.current', 2, 'AAAA')`, oldest, newest); err != nil {
+		t.Fatal(err)
+	}
 	audrey := newClient(t, ts)
 	audrey.mustSignIn(w.audrey)
 	for path, want := range map[string][]string{
 		"/health":                 {"audit_trail", "Queue depth"},
-		"/quotas":                 {"Calls allowed per hour", "<svg", "r9"},
+		"/quotas":                 {"Calls allowed per hour", "<svg", "r9", "Calls denied per hour, by reason", `class="s0"><title>`, "invalid_input: 1"},
 		"/quotas?principal=alice": {"for alice"},
 		"/skills":                 {"Trust store"},
-		"/log":                    {"Tree size at each checkpoint", "execledger.test/console"},
+		"/log":                    {"Tree size at each checkpoint", "execledger.test/console", "witness.behind+00000001", "witness.current+00000002"},
+		"/quotas?principal=bob":   {"No denials in the last 48 hours."},
 		"/audit?kind=bogus":       {"not decision or outcome"},
 	} {
 		code, body := audrey.get(path)
@@ -346,6 +368,20 @@ func TestPagesRender(t *testing.T) {
 				t.Errorf("%s lacks %q", path, s)
 			}
 		}
+	}
+	// The witness behind is behind by the checkpoints after the first; the
+	// page counts them as SQL does.
+	var behind int64
+	if err := w.db.Pool.QueryRow(ctx, "SELECT count(*) FROM ledger.checkpoints WHERE size > $1", oldest).Scan(&behind); err != nil {
+		t.Fatal(err)
+	}
+	_, logPage := audrey.get("/log")
+	row := regexp.MustCompile(`witness\.behind\+00000001(?s:.*?)witness-behind">(\d+)<`).FindStringSubmatch(logPage)
+	if row == nil {
+		t.Fatalf("no lag for the witness behind:\n%s", logPage)
+	}
+	if n, _ := strconv.ParseInt(row[1], 10, 64); n < behind || n < 1 {
+		t.Errorf("the witness behind is %d checkpoints behind, SQL counted at least %d", n, behind)
 	}
 	// A submitter sees its own quotas, and is told what it may not read.
 	alice := newClient(t, ts)
