@@ -172,9 +172,21 @@ func TestBrowser(t *testing.T) {
 	bobID := w.submit(t, w.bob, "echo", `{"text":"from bob"}`, "run-b", "")
 	alicesSleep := w.submit(t, w.alice, "sleep", `{"ms":5}`, "run-7", "")
 	bobsSleep := w.submit(t, w.bob, "sleep", `{"ms":5}`, "", "")
+	refused := w.submit(t, w.bob, "sleep", `{"seconds":1}`, "run-b", "") // denied: invalid_input
 	w.waitSealed(t, hostileID)
+	w.waitSealed(t, refused)
 	w.waitState(t, alicesSleep, "awaiting_approval")
 	w.waitState(t, bobsSleep, "awaiting_approval")
+	// Two witnesses for the log page: one current, one far behind.
+	var oldest, newest int64
+	waitFor(t, "two checkpoints", func() bool {
+		err := w.db.Pool.QueryRow(context.Background(), "SELECT min(size), max(size) FROM ledger.checkpoints").Scan(&oldest, &newest)
+		return err == nil && newest > oldest
+	})
+	if _, err := w.db.Pool.Exec(context.Background(), `INSERT INTO ledger.checkpoint_cosignatures (size, key_name, key_hash, signature)
+VALUES ($1, 'witness.example/stale', 3054, 'AAAA'), ($2, 'witness.example/current', 4242, 'AAAA')`, oldest, newest); err != nil {
+		t.Fatal(err)
+	}
 
 	// Sign-in: a wrong password is refused with the uniform message.
 	alice := newPerson(t, ts)

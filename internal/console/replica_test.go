@@ -53,21 +53,7 @@ func TestReadsFromTheReplica(t *testing.T) {
 		return id
 	}
 	replicated := submit("replicated")
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	standby, err := pgxpool.New(ctx, pair.StandbyURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer standby.Close()
-	if _, err := standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the standby's replay to pause", func() bool {
-		var state string
-		return standby.QueryRow(ctx, "SELECT pg_get_wal_replay_pause_state()").Scan(&state) == nil && state == "paused"
-	})
+	pair.PauseReplay(t)
 	unreplicated := submit("not on the standby yet")
 
 	strip := func(u string) string {
@@ -105,9 +91,7 @@ func TestReadsFromTheReplica(t *testing.T) {
 		unreplicated).Scan(&by); err != nil || by != "rep_carol" {
 		t.Fatalf("approval.granted on the primary: %q, %v", by, err)
 	}
-	if _, err := standby.Exec(ctx, "SELECT pg_wal_replay_resume()"); err != nil {
-		t.Fatal(err)
-	}
+	pair.ResumeReplay(t)
 	waitFor(t, "the request on the replica's page once replay resumes", func() bool {
 		_, page := carol.get("/requests")
 		return strings.Contains(page, unreplicated.String())
