@@ -44,8 +44,10 @@
           say(listStatus, "Live updates stopped: the session has ended. Reload to sign in again.");
           return;
         }
-        var table = document.getElementById("requests-table");
-        table.replaceWith(fresh);
+        // The table's contents, not the table: the element stays the
+        // same one for whatever holds it (focus, a screen reader).
+        document.getElementById("requests-table").replaceChildren.apply(
+          document.getElementById("requests-table"), Array.from(fresh.childNodes));
         say(listStatus, "Updated " + now());
       }).catch(function (e) { say(listStatus, "Live update failed (" + e.message + "); retrying."); });
     };
@@ -71,7 +73,9 @@
           say(reqStatus, "Live updates stopped: the session has ended. Reload to sign in again.");
           return;
         }
-        document.getElementById("request-live-body").replaceWith(fresh);
+        var body = document.getElementById("request-live-body");
+        body.replaceChildren.apply(body, Array.from(fresh.childNodes));
+        body.setAttribute("data-final", fresh.getAttribute("data-final"));
         if (fresh.getAttribute("data-final") === "true") {
           clearInterval(reqTimer);
           live.setAttribute("data-final", "true");
