@@ -55,7 +55,18 @@ CREATE TYPE ledger.executor_record_row AS (
 	principal text,
 	run_id text,
 	head bigint,
-	digest text
+	digest text,
+	last_ord bigint,
+	decided_ord bigint,
+	verdict text,
+	fast boolean,
+	r_state text,
+	r_error_kind text,
+	r_error text,
+	r_output jsonb,
+	r_tier text,
+	budget_events bigint,
+	refusal text
 );
 
 
@@ -136,7 +147,7 @@ BEGIN
                       HINT = 'executors record requests through ledger.executor_record, processes through ledger.process_start and ledger.process_record';
         END IF;
     END IF;
-    RETURN QUERY SELECT * FROM ledger.insert_events(streams, versions, types, payloads, metadatas);
+    RETURN QUERY SELECT i.position, i.hash FROM ledger.insert_events(streams, versions, types, payloads, metadatas) i;
 END $$;
 
 
@@ -152,8 +163,8 @@ DECLARE
     v ledger.projected_event[];
 BEGIN
     v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                   ARRAY['policy.decided', 'approval.granted', 'approval.denied', 'execution.finished',
-                         'request.cancelled', 'lease.expired', 'attestation.signed']) e
+                   ARRAY['request.decided', 'policy.decided', 'approval.granted', 'approval.denied', 'execution.finished',
+                         'execution.completed', 'request.cancelled', 'lease.expired', 'attestation.signed']) e
                WHERE e.stream LIKE 'request:%'
                ORDER BY e.tx_id, e.position);
     IF cardinality(v) = 0 THEN
@@ -162,46 +173,52 @@ BEGIN
 
     INSERT INTO audit_trail (position, tx_id, recorded_at, kind, event_type, request_id, principal, tool, run_id, attempt,
                              decision, stage, reason_code, determining_policies, policy_digest, approver, state, tier,
-                             error_kind, resources, output_bytes, request_position)
+                             error_kind, resources, output_bytes, request_position, attestation_digest, attestation_position)
     SELECT e.position, e.tx_id, e.recorded_at, k.kind, e.type, substr(e.stream, 9)::uuid,
            r.payload ->> 'principal', r.payload ->> 'tool', r.payload ->> 'run_id', (e.payload ->> 'attempt')::int,
            CASE WHEN k.kind = 'decision' THEN
                CASE e.type WHEN 'policy.decided' THEN e.payload ->> 'decision'
+                           WHEN 'request.decided' THEN e.payload ->> 'decision'
                            WHEN 'approval.granted' THEN 'approved'
                            WHEN 'approval.denied' THEN 'denied' END END,
-           CASE WHEN e.type = 'policy.decided' THEN e.payload ->> 'stage'
+           CASE WHEN e.type IN ('policy.decided', 'request.decided') THEN e.payload ->> 'stage'
                 WHEN e.type LIKE 'approval.%' THEN 'approval' END,
-           CASE WHEN e.type IN ('policy.decided', 'approval.granted', 'approval.denied') THEN e.payload ->> 'reason_code' END,
-           CASE WHEN e.type = 'policy.decided' AND jsonb_typeof(e.payload -> 'determining_policies') = 'array'
+           CASE WHEN e.type IN ('policy.decided', 'request.decided', 'approval.granted', 'approval.denied') THEN e.payload ->> 'reason_code' END,
+           CASE WHEN e.type IN ('policy.decided', 'request.decided') AND jsonb_typeof(e.payload -> 'determining_policies') = 'array'
                 THEN ARRAY(SELECT jsonb_array_elements_text(e.payload -> 'determining_policies')) END,
-           CASE WHEN e.type = 'policy.decided' THEN e.payload ->> 'policy_digest' END,
+           CASE WHEN e.type IN ('policy.decided', 'request.decided') THEN e.payload ->> 'policy_digest' END,
            CASE WHEN e.type LIKE 'approval.%' THEN e.payload ->> 'approver' END,
            CASE WHEN k.kind = 'outcome' THEN
                CASE e.type WHEN 'execution.finished' THEN e.payload ->> 'state'
+                           WHEN 'execution.completed' THEN e.payload ->> 'state'
                            WHEN 'lease.expired' THEN CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END
                            WHEN 'request.cancelled' THEN 'cancelled'
                            ELSE 'denied' END END,
-           CASE WHEN e.type IN ('execution.finished', 'lease.expired') THEN e.payload ->> 'tier' END,
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed', 'lease.expired') THEN e.payload ->> 'tier' END,
            CASE e.type WHEN 'policy.decided' THEN e.payload ->> 'error_kind'
+                       WHEN 'request.decided' THEN e.payload ->> 'error_kind'
                        WHEN 'approval.denied' THEN 'approval_denied'
                        WHEN 'execution.finished' THEN e.payload ->> 'error_kind'
+                       WHEN 'execution.completed' THEN e.payload ->> 'error_kind'
                        WHEN 'request.cancelled' THEN 'cancelled'
                        WHEN 'lease.expired' THEN coalesce(e.payload ->> 'error_kind',
                            CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'outcome_unknown' END) END,
-           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'resources') = 'object'
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') AND jsonb_typeof(e.payload -> 'resources') = 'object'
                 THEN (e.payload -> 'resources')::jsonb END,
-           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
                 THEN octet_length((e.payload -> 'output')::text) END,
-           r.position
+           r.position,
+           CASE WHEN e.type = 'execution.completed' THEN e.payload ->> 'attestation_digest' END,
+           CASE WHEN e.type = 'execution.completed' THEN e.position END
     FROM unnest(v) e
     -- A stream without its tool.requested leaves principal NULL: the
     -- insert fails, naming the column, rather than skip the event.
     LEFT JOIN ledger.events r ON r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
     CROSS JOIN LATERAL (
-        SELECT 'decision' AS kind WHERE e.type IN ('policy.decided', 'approval.granted', 'approval.denied')
+        SELECT 'decision' AS kind WHERE e.type IN ('policy.decided', 'request.decided', 'approval.granted', 'approval.denied')
         UNION ALL
-        SELECT 'outcome' WHERE e.type IN ('execution.finished', 'approval.denied')
-            OR (e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny')
+        SELECT 'outcome' WHERE e.type IN ('execution.finished', 'execution.completed', 'approval.denied')
+            OR (e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny')
             OR (e.type = 'lease.expired' AND e.payload ->> 'action' <> 'requeued')
             OR (e.type = 'request.cancelled' AND e.payload ->> 'previous_state' IS DISTINCT FROM 'running')
     ) k
@@ -304,33 +321,35 @@ BEGIN
     SELECT ROW(coalesce(o.payload ->> 'principal', e.payload ->> 'principal'),
            coalesce(o.payload ->> 'run_id', e.payload ->> 'run_id'),
            e.recorded_at,
-           CASE WHEN e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny' THEN coalesce(e.payload ->> 'error_kind', 'policy_denied')
+           CASE WHEN e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny' THEN coalesce(e.payload ->> 'error_kind', 'policy_denied')
                 WHEN e.type = 'approval.denied' THEN 'approval_denied' END,
            (e.type = 'tool.requested')::int,
-           (e.type = 'policy.decided' AND e.payload ->> 'decision' = 'allow' AND e.payload ->> 'stage' = 'allow')::int,
-           ((e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny') OR e.type = 'approval.denied')::int,
-           (e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny' AND e.payload ->> 'error_kind' = 'budget_exhausted')::int,
-           (e.type = 'execution.finished')::int,
-           (e.type = 'execution.finished' AND e.payload ->> 'state' IS DISTINCT FROM 'succeeded')::int,
-           CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'fuel_used')::bigint, 0) ELSE 0 END,
-           CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'cpu_ms')::bigint,
+           (e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'allow' AND e.payload ->> 'stage' = 'allow')::int,
+           ((e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny') OR e.type = 'approval.denied')::int,
+           (e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny' AND e.payload ->> 'error_kind' = 'budget_exhausted')::int,
+           (e.type IN ('execution.finished', 'execution.completed'))::int,
+           (e.type IN ('execution.finished', 'execution.completed') AND e.payload ->> 'state' IS DISTINCT FROM 'succeeded')::int,
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN coalesce((e.payload -> 'resources' ->> 'fuel_used')::bigint, 0) ELSE 0 END,
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN coalesce((e.payload -> 'resources' ->> 'cpu_ms')::bigint,
                coalesce((e.payload -> 'resources' ->> 'cpu_user_ms')::bigint, 0) + coalesce((e.payload -> 'resources' ->> 'cpu_sys_ms')::bigint, 0)) ELSE 0 END,
-           CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'wall_ms')::bigint, 0) ELSE 0 END,
-           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN coalesce((e.payload -> 'resources' ->> 'wall_ms')::bigint, 0) ELSE 0 END,
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
                 THEN octet_length((e.payload -> 'output')::text) ELSE 0 END,
            (e.type = 'egress.connection' AND (e.payload ->> 'allowed')::boolean)::int,
            (e.type = 'egress.connection' AND NOT (e.payload ->> 'allowed')::boolean)::int,
            CASE WHEN e.type = 'egress.connection' THEN coalesce((e.payload ->> 'bytes_up')::bigint, 0) + coalesce((e.payload ->> 'bytes_down')::bigint, 0) ELSE 0 END,
            CASE WHEN e.type = 'run.budget_set' THEN (e.payload ->> 'max_calls')::int END,
-           (e.type = 'budget.consumed')::int,
+           (e.type = 'budget.consumed' OR (e.type = 'request.decided' AND e.payload ? 'budget'))::int,
            CASE WHEN e.type = 'run.ended' THEN e.recorded_at END,
            e.version,
            e.type IN ('run.budget_set', 'run.ended'))::ledger.quota_fact
     FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                               ARRAY['tool.requested', 'policy.decided', 'approval.denied', 'execution.finished',
-                                     'egress.connection', 'run.budget_set', 'run.ended', 'budget.consumed']) e
+                               ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.denied',
+                                     'execution.finished', 'execution.completed', 'egress.connection', 'run.budget_set',
+                                     'run.ended', 'budget.consumed']) e
     LEFT JOIN ledger.events o
-           ON o.version = 1 AND o.stream = e.stream AND e.type IN ('policy.decided', 'approval.denied', 'execution.finished',
+           ON o.version = 1 AND o.stream = e.stream AND e.type IN ('request.decided', 'policy.decided', 'approval.denied',
+                                                                   'execution.finished', 'execution.completed',
                                                                    'egress.connection', 'budget.consumed')
               AND (e.stream LIKE 'request:%' OR e.stream LIKE 'process:%')
     WHERE e.type IN ('tool.requested', 'run.budget_set', 'run.ended') OR o.stream IS NOT NULL);
@@ -426,16 +445,16 @@ DECLARE
 BEGIN
     IF p_from_tx = p_to_tx THEN
         v := ARRAY(SELECT e FROM ledger.events_in_tx(p_from_tx, p_from_pos, p_to_pos,
-                       ARRAY['tool.requested', 'policy.decided', 'approval.requested', 'approval.granted', 'approval.denied',
-                             'execution.started', 'execution.finished', 'request.cancelled', 'lease.expired',
-                             'attestation.signed']) e
+                       ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.requested', 'approval.granted',
+                             'approval.denied', 'execution.started', 'execution.finished', 'execution.completed',
+                             'request.cancelled', 'lease.expired', 'attestation.signed']) e
                    WHERE e.stream LIKE 'request:%'
                    ORDER BY e.position);
     ELSE
         v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                       ARRAY['tool.requested', 'policy.decided', 'approval.requested', 'approval.granted', 'approval.denied',
-                             'execution.started', 'execution.finished', 'request.cancelled', 'lease.expired',
-                             'attestation.signed']) e
+                       ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.requested', 'approval.granted',
+                             'approval.denied', 'execution.started', 'execution.finished', 'execution.completed',
+                             'request.cancelled', 'lease.expired', 'attestation.signed']) e
                    WHERE e.stream LIKE 'request:%'
                    ORDER BY e.tx_id, e.position);
     END IF;
@@ -462,42 +481,48 @@ BEGIN
         SELECT substr(e.stream, 9)::uuid AS id, e.version, e.recorded_at, x.state,
                x.state IN ('succeeded', 'failed', 'denied', 'cancelled') AS final,
                x.error_kind, x.error, x.output, x.tier,
-               CASE WHEN e.type = 'attestation.signed' THEN e.payload ->> 'attestation_digest' END AS attestation
+               CASE WHEN e.type IN ('attestation.signed', 'execution.completed') THEN e.payload ->> 'attestation_digest' END AS attestation
         FROM unnest(v) e
         CROSS JOIN LATERAL (
             SELECT CASE e.type
+                       WHEN 'request.decided' THEN CASE e.payload ->> 'verdict' WHEN 'deny' THEN 'denied' WHEN 'run' THEN 'running' END
                        WHEN 'policy.decided' THEN CASE WHEN e.payload ->> 'decision' = 'deny' THEN 'denied' END
                        WHEN 'approval.requested' THEN 'awaiting_approval'
                        WHEN 'approval.granted' THEN 'pending'
                        WHEN 'approval.denied' THEN 'denied'
                        WHEN 'execution.started' THEN 'running'
                        WHEN 'execution.finished' THEN e.payload ->> 'state'
+                       WHEN 'execution.completed' THEN e.payload ->> 'state'
                        WHEN 'request.cancelled' THEN 'cancelled'
                        WHEN 'lease.expired' THEN CASE e.payload ->> 'action' WHEN 'requeued' THEN 'pending'
                                                                              WHEN 'cancelled' THEN 'cancelled'
                                                                              ELSE 'failed' END
                    END AS state,
                    CASE e.type
+                       WHEN 'request.decided' THEN e.payload ->> 'error_kind'
                        WHEN 'policy.decided' THEN e.payload ->> 'error_kind'
                        WHEN 'approval.denied' THEN 'approval_denied'
                        WHEN 'execution.finished' THEN e.payload ->> 'error_kind'
+                       WHEN 'execution.completed' THEN e.payload ->> 'error_kind'
                        WHEN 'request.cancelled' THEN 'cancelled'
                        WHEN 'lease.expired' THEN coalesce(e.payload ->> 'error_kind',
                            CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'outcome_unknown' END)
                    END AS error_kind,
                    CASE e.type
+                       WHEN 'request.decided' THEN e.payload ->> 'message'
                        WHEN 'policy.decided' THEN e.payload ->> 'message'
                        WHEN 'approval.denied' THEN coalesce(e.payload ->> 'error',
                            CASE WHEN e.payload ->> 'approver' IS NOT NULL
                                 THEN 'approval denied by ' || (e.payload ->> 'approver') || coalesce(': ' || (e.payload ->> 'note'), '')
                                 ELSE 'no approval within ' || coalesce(e.payload ->> 'timeout_ms', '?') || ' ms' END)
                        WHEN 'execution.finished' THEN e.payload ->> 'error'
+                       WHEN 'execution.completed' THEN e.payload ->> 'error'
                        WHEN 'request.cancelled' THEN 'cancelled by ' || coalesce(e.metadata ->> 'actor', 'unknown')
                                                      || coalesce(': ' || (e.payload ->> 'reason'), '')
                        WHEN 'lease.expired' THEN e.payload ->> 'error'
                    END AS error,
-                   CASE WHEN e.type = 'execution.finished' THEN nullif((e.payload -> 'output')::jsonb, 'null'::jsonb) END AS output,
-                   CASE WHEN e.type IN ('execution.finished', 'lease.expired') THEN e.payload ->> 'tier' END AS tier
+                   CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN nullif((e.payload -> 'output')::jsonb, 'null'::jsonb) END AS output,
+                   CASE WHEN e.type IN ('execution.finished', 'execution.completed', 'lease.expired') THEN e.payload ->> 'tier' END AS tier
         ) x
         WHERE e.type <> 'tool.requested'
     ), ids AS (
@@ -548,23 +573,25 @@ DECLARE
 BEGIN
     IF p_from_tx = p_to_tx THEN
         v := ARRAY(SELECT e FROM ledger.events_in_tx(p_from_tx, p_from_pos, p_to_pos,
-                                                     ARRAY['run.budget_set', 'run.ended', 'budget.consumed']) e);
+                                                     ARRAY['run.budget_set', 'run.ended', 'budget.consumed', 'request.decided']) e
+                   WHERE e.type <> 'request.decided' OR e.payload ? 'budget');
     ELSE
         v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                                                       ARRAY['run.budget_set', 'run.ended', 'budget.consumed']) e);
+                                                       ARRAY['run.budget_set', 'run.ended', 'budget.consumed', 'request.decided']) e
+                   WHERE e.type <> 'request.decided' OR e.payload ? 'budget');
     END IF;
     IF cardinality(v) = 0 THEN
         RETURN 0;
     END IF;
     WITH ev AS MATERIALIZED (
-        SELECT e.type, e.version, e.recorded_at,
-               CASE WHEN e.type = 'budget.consumed' THEN r.payload ->> 'principal' ELSE e.payload ->> 'principal' END AS principal,
-               CASE WHEN e.type = 'budget.consumed' THEN r.payload ->> 'run_id' ELSE e.payload ->> 'run_id' END AS run_id,
+        SELECT CASE WHEN e.type = 'request.decided' THEN 'budget.consumed' ELSE e.type END AS type, e.version, e.recorded_at,
+               CASE WHEN e.type IN ('budget.consumed', 'request.decided') THEN r.payload ->> 'principal' ELSE e.payload ->> 'principal' END AS principal,
+               CASE WHEN e.type IN ('budget.consumed', 'request.decided') THEN r.payload ->> 'run_id' ELSE e.payload ->> 'run_id' END AS run_id,
                (e.payload ->> 'max_calls')::int AS max_calls
         FROM unnest(v) e
-        LEFT JOIN ledger.events r ON e.type = 'budget.consumed' AND r.stream = e.stream AND r.version = 1
-        WHERE (e.type = 'budget.consumed' AND e.stream LIKE 'request:%')
-           OR (e.type <> 'budget.consumed' AND e.stream = 'run:' || (e.payload ->> 'principal') || '/' || (e.payload ->> 'run_id'))
+        LEFT JOIN ledger.events r ON e.type IN ('budget.consumed', 'request.decided') AND r.stream = e.stream AND r.version = 1
+        WHERE (e.type IN ('budget.consumed', 'request.decided') AND e.stream LIKE 'request:%')
+           OR (e.type NOT IN ('budget.consumed', 'request.decided') AND e.stream = 'run:' || (e.payload ->> 'principal') || '/' || (e.payload ->> 'run_id'))
     ), agg AS (
         SELECT principal, run_id,
                (array_agg(max_calls ORDER BY version DESC) FILTER (WHERE type = 'run.budget_set'))[1] AS max_calls,
@@ -810,10 +837,10 @@ $$;
 
 
 --
--- Name: claim_requests(text, integer, interval); Type: FUNCTION; Schema: ledger; Owner: -
+-- Name: claim_requests(text, integer, interval, boolean); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) RETURNS TABLE(id uuid, claim_id uuid, attempt integer, stream_version bigint, principal text, tool text, run_id text, input text, context text, context_bound text[], input_digest bytea, approved boolean, charged boolean, submitted_at timestamp with time zone)
+CREATE FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval, record_claims boolean DEFAULT true) RETURNS TABLE(id uuid, claim_id uuid, attempt integer, stream_version bigint, principal text, tool text, run_id text, input text, context text, context_bound text[], input_digest bytea, approved boolean, charged boolean, submitted_at timestamp with time zone, lease_expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -830,7 +857,7 @@ BEGIN
         UPDATE ledger.queue q
         SET state = 'running', claimed_by = executor, claimed_role = session_user, claim_id = gen_random_uuid(),
             attempt = q.attempt + 1, lease_expires_at = clock_timestamp() + lease,
-            stream_version = q.stream_version + 1, started_at = NULL
+            stream_version = q.stream_version + CASE WHEN record_claims THEN 1 ELSE 0 END, started_at = NULL
         FROM picked WHERE q.id = picked.id
         RETURNING q.*
     ), appended AS (
@@ -843,11 +870,12 @@ BEGIN
                    ELSE json_build_object('actor', executor, 'login_role', session_user, 'correlation_id', c.id,
                                           'trace_id', c.trace_id, 'span_id', c.trace_span_id) END
         FROM claimed c
+        WHERE record_claims
     )
     SELECT c.id, c.claim_id, c.attempt, c.stream_version, r.principal, r.tool, r.run_id,
            (e.payload -> 'input')::text, (e.payload -> 'context')::text,
            ARRAY(SELECT json_array_elements_text(coalesce(e.payload -> 'context_bound', '[]'::json))), r.input_digest,
-           c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at
+           c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at, c.lease_expires_at
     FROM claimed c
     JOIN ledger.request_status r ON r.id = c.id
     JOIN ledger.events e ON e.stream = 'request:' || c.id AND e.version = 1
@@ -1116,6 +1144,9 @@ DECLARE
     v_hash bytea[];
     v_lo   bigint;
     v_hi   bigint;
+    v_at   timestamptz[];
+    v_fast boolean;
+    v_n    bigint;
 BEGIN
     IF cardinality(claim_ids) IS DISTINCT FROM cardinality(claim_requests)
        OR coalesce(cardinality(versions), 0) <> m OR coalesce(cardinality(types), 0) <> m
@@ -1168,9 +1199,9 @@ BEGIN
            CASE WHEN a.key IS NULL THEN 'executors write only request:<id> streams and channel.message events'
                 WHEN st.request_id IS NULL THEN 'the call names no claim for that request'
                 WHEN a.kind NOT IN ('start', 'await_approval', 'requeue', 'finish', 'attest') THEN 'unknown state change ' || a.kind
-                WHEN a.type NOT IN ('policy.decided', 'budget.consumed', 'execution.started', 'approval.requested',
-                                    'execution.finished', 'request.cancelled', 'egress.connection', 'capability.used',
-                                    'channel.published', 'channel.message', 'lease.expired', 'approval.denied',
+                WHEN a.type NOT IN ('request.decided', 'policy.decided', 'budget.consumed', 'execution.started', 'approval.requested',
+                                    'execution.finished', 'execution.completed', 'request.cancelled', 'egress.connection',
+                                    'capability.used', 'channel.published', 'channel.message', 'lease.expired', 'approval.denied',
                                     'attestation.signed') THEN 'executors do not write ' || a.type || ' events'
                 WHEN a.kind IN ('start', 'await_approval') AND st.held THEN 'it has started already'
                 ELSE ledger.claim_refusal(st.claim_id, st.queue_state, st.claimed_role, st.final) END AS why
@@ -1181,9 +1212,9 @@ BEGIN
         WHEN a.type = 'lease.expired' OR a.kind = 'requeue' THEN st.lease_gone
         WHEN a.type = 'approval.denied' THEN st.approval_gone
         WHEN a.type = 'attestation.signed' THEN st.held OR st.lease_gone OR st.approval_gone OR st.unattested
-        WHEN a.type IN ('policy.decided', 'budget.consumed', 'execution.started', 'approval.requested',
-                        'execution.finished', 'request.cancelled', 'egress.connection', 'capability.used',
-                        'channel.published', 'channel.message') THEN st.held
+        WHEN a.type IN ('request.decided', 'policy.decided', 'budget.consumed', 'execution.started', 'approval.requested',
+                        'execution.finished', 'execution.completed', 'request.cancelled', 'egress.connection',
+                        'capability.used', 'channel.published', 'channel.message') THEN st.held
         WHEN a.kind IN ('start', 'await_approval') THEN st.held AND NOT st.started
         WHEN a.kind = 'finish' THEN st.held OR st.lease_gone OR st.approval_gone
         WHEN a.kind = 'attest' THEN st.unattested
@@ -1201,49 +1232,99 @@ BEGIN
                              + row_number() OVER (PARTITION BY u.s, u.v IS NULL ORDER BY u.ord))
         FROM unnest(streams, versions) WITH ORDINALITY AS u(s, v, ord) ORDER BY u.ord);
 
-    -- One row per request: its outcome, its new head and, for finish and
-    -- attest, its attestation, parsed once.
+    -- One row per request: its outcome, its new head, its last event and
+    -- its request.decided in the call, for finish and attest its
+    -- attestation, each payload parsed once, and, when the call's events
+    -- say what the read model becomes in the compact grammar's few common
+    -- ways (fast), the row they give.
     SELECT array_agg(ROW(k.req, k.kind, coalesce(k.charge, false), k.state, k.error_kind, k.error, k.output, k.tier,
                          r.principal, r.run_id,
                          coalesce(last.version, (SELECT max(e.version) FROM ledger.events e WHERE e.stream = 'request:' || k.req)),
-                         att.digest)::ledger.executor_record_row ORDER BY k.ord),
+                         att.digest, last.ord, dec.ord, dec.pj ->> 'verdict',
+                         coalesce(CASE
+                             WHEN k.kind = 'start' THEN dec.pj ->> 'verdict' = 'run' AND rel.types <@ ARRAY['request.decided']
+                             WHEN k.kind = 'await_approval' THEN dec.pj ->> 'verdict' = 'await_approval'
+                                  AND rel.types <@ ARRAY['request.decided', 'approval.requested'] AND 'approval.requested' = ANY(rel.types)
+                             WHEN k.kind = 'finish' AND last.type = 'execution.completed'
+                                  THEN rel.types <@ ARRAY['request.decided', 'execution.completed']
+                                       AND coalesce(dec.pj ->> 'verdict', 'run') = 'run'
+                             WHEN k.kind = 'finish' AND dec.pj ->> 'verdict' = 'deny' THEN rel.types <@ ARRAY['request.decided', 'attestation.signed']
+                             WHEN k.kind IS NULL THEN rel.types IS NULL
+                         END, false),
+                         CASE WHEN k.kind = 'start' THEN 'running'
+                              WHEN k.kind = 'await_approval' THEN 'awaiting_approval'
+                              WHEN k.kind = 'finish' AND last.type = 'execution.completed' THEN att.pj ->> 'state'
+                              WHEN k.kind = 'finish' THEN 'denied' END,
+                         CASE WHEN last.type = 'execution.completed' THEN att.pj ->> 'error_kind' ELSE dec.pj ->> 'error_kind' END,
+                         CASE WHEN last.type = 'execution.completed' THEN att.pj ->> 'error' ELSE dec.pj ->> 'message' END,
+                         CASE WHEN last.type = 'execution.completed' THEN nullif(att.pj -> 'output', 'null'::jsonb) END,
+                         CASE WHEN last.type = 'execution.completed' THEN att.pj ->> 'tier' END,
+                         coalesce(b.c, 0) + CASE WHEN dec.pj ? 'budget' THEN 1 ELSE 0 END,
+                         CASE WHEN last.type = 'execution.completed' THEN ledger.usage_refusal('execution.finished', att.pj) END
+                         )::ledger.executor_record_row ORDER BY k.ord),
            (array_agg(k.req ORDER BY k.ord) FILTER (WHERE k.kind IN ('finish', 'attest') AND (
-                last.type IS DISTINCT FROM 'attestation.signed' OR att.digest IS NULL
+                last.type IS NULL OR last.type NOT IN ('attestation.signed', 'execution.completed') OR att.digest IS NULL
                 OR (k.kind = 'finish' AND (
                     k.state IS NULL OR k.state NOT IN ('succeeded', 'failed', 'denied', 'cancelled')
                     OR (k.state = 'succeeded') <> (k.error_kind IS NULL)
                     OR att.pred ->> 'success' IS DISTINCT FROM (k.state = 'succeeded')::text
-                    OR coalesce(att.pred ->> 'error_kind', '') <> coalesce(k.error_kind, ''))))))[1]
+                    OR coalesce(att.pred ->> 'error_kind', '') <> coalesce(k.error_kind, '')
+                    OR (last.type = 'execution.completed' AND (att.pj ->> 'state' IS DISTINCT FROM k.state
+                                                               OR att.pj ->> 'error_kind' IS DISTINCT FROM k.error_kind))
+                    OR (last.type = 'attestation.signed' AND dec.pj ->> 'verdict' = 'deny'
+                        AND (k.state <> 'denied' OR dec.pj ->> 'error_kind' IS DISTINCT FROM k.error_kind)))))))[1]
     INTO v_rows, v_bad
     FROM unnest(claim_requests, kinds, charges, states, error_kinds, errors, outputs, tiers)
         WITH ORDINALITY AS k(req, kind, charge, state, error_kind, error, output, tier, ord)
     JOIN LATERAL (SELECT x.principal, x.run_id FROM ledger.request_status x WHERE x.id = k.req LIMIT 1) r ON true
     LEFT JOIN (
-        SELECT DISTINCT ON (e.s) e.s, v_vers[e.ord] AS version, e.t AS type, e.p AS payload
+        SELECT DISTINCT ON (e.s) e.s, e.ord, v_vers[e.ord] AS version, e.t AS type, e.p AS payload
         FROM unnest(streams, types, payloads) WITH ORDINALITY AS e(s, t, p, ord)
         ORDER BY e.s, e.ord DESC
     ) last ON last.s = 'request:' || k.req
+    LEFT JOIN (
+        SELECT DISTINCT ON (e.s) e.s, e.ord, e.p::jsonb AS pj
+        FROM unnest(streams, types, payloads) WITH ORDINALITY AS e(s, t, p, ord)
+        WHERE e.t = 'request.decided'
+        ORDER BY e.s, e.ord DESC
+    ) dec ON dec.s = 'request:' || k.req
+    LEFT JOIN (
+        -- The types of the call's events on each stream that the request
+        -- read model reads (ledger.apply_requests's).
+        SELECT u.s, array_agg(DISTINCT u.t) AS types
+        FROM unnest(streams, types) AS u(s, t)
+        WHERE u.t IN ('tool.requested', 'request.decided', 'policy.decided', 'approval.requested', 'approval.granted',
+                      'approval.denied', 'execution.started', 'execution.finished', 'execution.completed', 'request.cancelled',
+                      'lease.expired', 'attestation.signed')
+        GROUP BY u.s
+    ) rel ON rel.s = 'request:' || k.req
+    LEFT JOIN (SELECT u.s, count(*) AS c FROM unnest(streams, types) AS u(s, t) WHERE u.t = 'budget.consumed' GROUP BY u.s) b
+           ON b.s = 'request:' || k.req
     LEFT JOIN LATERAL (
         SELECT CASE WHEN j.named = k.req::text AND j.pred ->> 'request_id' = k.req::text
                          AND j.digest = 'sha256:' || encode(sha256(convert_to(j.envelope, 'UTF8')), 'hex')
                     THEN j.digest END AS digest,
-               j.pred
-        FROM (SELECT x.pj ->> 'request_id' AS named, x.pj ->> 'attestation_digest' AS digest, x.pj ->> 'envelope' AS envelope,
+               j.pred, j.pj
+        FROM (SELECT x.pj, x.pj ->> 'request_id' AS named, x.pj ->> 'attestation_digest' AS digest, x.pj ->> 'envelope' AS envelope,
                      (convert_from(decode((x.pj ->> 'envelope')::json ->> 'payload', 'base64'), 'UTF8')::jsonb) -> 'predicate' AS pred
               FROM (SELECT last.payload::jsonb AS pj OFFSET 0) x
               OFFSET 0) j
-        WHERE k.kind IN ('finish', 'attest') AND last.type = 'attestation.signed'
+        WHERE k.kind IN ('finish', 'attest') AND last.type IN ('attestation.signed', 'execution.completed')
     ) att ON true;
     IF v_bad IS NOT NULL THEN
         SELECT t.id, t.kind, t.state INTO bad FROM unnest(v_rows) t WHERE t.id = v_bad LIMIT 1;
-        RAISE EXCEPTION 'ledger.executor_record: request % cannot %: its last event in the call must be an attestation.signed that names it (in the event and in its statement), carries its envelope''s digest and agrees with the outcome and error kind',
+        RAISE EXCEPTION 'ledger.executor_record: request % cannot %: its last event in the call must be an attestation.signed or execution.completed that names it (in the event and in its statement), carries its envelope''s digest and agrees with the outcome and error kind',
             bad.id, CASE WHEN bad.kind = 'finish' THEN 'end ' || coalesce(bad.state, 'NULL') ELSE 'be attested' END
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    SELECT u.t AS type, u.s AS stream, ledger.usage_refusal(u.t, u.p) AS why INTO bad
-    FROM unnest(types, payloads, streams) AS u(t, p, s)
-    WHERE u.t IN ('execution.finished', 'egress.connection') AND ledger.usage_refusal(u.t, u.p) IS NOT NULL
+    -- Usage figures: those of each request's last execution.completed were
+    -- checked from its parsed payload above, the others here.
+    SELECT u.t AS type, u.s AS stream, coalesce(t.refusal, ledger.usage_refusal(u.t, u.p)) AS why INTO bad
+    FROM unnest(types, payloads, streams) WITH ORDINALITY AS u(t, p, s, ord)
+    LEFT JOIN unnest(v_rows) t ON t.last_ord = u.ord AND u.t = 'execution.completed' AND t.digest IS NOT NULL
+    WHERE u.t IN ('execution.finished', 'execution.completed', 'egress.connection')
+      AND CASE WHEN t.id IS NOT NULL THEN t.refusal IS NOT NULL ELSE ledger.usage_refusal(u.t, u.p) IS NOT NULL END
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'ledger.executor_record: % on % refused: %', bad.type, bad.stream, bad.why
@@ -1251,28 +1332,56 @@ BEGIN
     END IF;
 
     -- A call is charged to its run's budget by its budget.consumed event,
-    -- which only the start of a charged call of a run carries, once.
-    SELECT k.req INTO v_bad
-    FROM unnest(claim_requests, kinds, charges) AS k(req, kind, charge)
-    JOIN ledger.queue q ON q.id = k.req
-    JOIN ledger.request_status r ON r.id = k.req
-    LEFT JOIN (SELECT u.s, count(*) AS c FROM unnest(streams, types) AS u(s, t) WHERE u.t = 'budget.consumed' GROUP BY u.s) b
-           ON b.s = 'request:' || k.req
-    WHERE coalesce(b.c, 0) <> CASE WHEN k.kind = 'start' AND k.charge AND r.run_id IS NOT NULL AND NOT q.charged THEN 1 ELSE 0 END
+    -- or its request.decided's budget member, which only the start of a
+    -- charged call of a run carries, once: a start, or a finish in the
+    -- claim's own call (a call run inline, recorded with its decision).
+    SELECT t.id INTO v_bad
+    FROM unnest(v_rows) t
+    JOIN ledger.queue q ON q.id = t.id
+    WHERE t.budget_events <> CASE WHEN t.kind IN ('start', 'finish') AND t.charge AND t.run_id IS NOT NULL AND NOT q.charged THEN 1 ELSE 0 END
     LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'ledger.executor_record: request % must have one budget.consumed exactly when its start is charged to its run for the first time', v_bad
+        RAISE EXCEPTION 'ledger.executor_record: request % must have one budget.consumed (or request.decided with a budget) exactly when its start is charged to its run for the first time', v_bad
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    SELECT array_agg(i.position), array_agg(i.hash) INTO v_pos, v_hash
+    SELECT array_agg(i.position), array_agg(i.hash), array_agg(i.recorded_at) INTO v_pos, v_hash, v_at
     FROM ledger.insert_events(streams, v_vers, types, payloads, metadatas) i;
     RETURN QUERY SELECT u.p, u.h FROM unnest(v_pos, v_hash) AS u(p, h);
-    SELECT min(u), max(u) INTO v_lo, v_hi FROM unnest(v_pos) u;
-    IF v_lo IS NOT NULL THEN
-        PERFORM ledger.apply_requests(pg_current_xact_id(), v_lo - 1, pg_current_xact_id(), v_hi);
-        IF 'budget.consumed' = ANY(types) THEN
-            PERFORM ledger.apply_runs(pg_current_xact_id(), v_lo - 1, pg_current_xact_id(), v_hi);
+    v_fast := (SELECT bool_and(t.fast) FROM unnest(v_rows) t) AND NOT 'budget.consumed' = ANY(types);
+    IF v_fast THEN
+        -- The rows the events give, from what this call holds.
+        UPDATE ledger.request_status r
+        SET state = t.r_state,
+            error_kind = CASE WHEN t.kind = 'finish' THEN t.r_error_kind ELSE r.error_kind END,
+            error = CASE WHEN t.kind = 'finish' THEN t.r_error ELSE r.error END,
+            output = CASE WHEN t.kind = 'finish' THEN t.r_output ELSE r.output END,
+            tier = CASE WHEN t.kind = 'finish' THEN t.r_tier ELSE r.tier END,
+            finished_at = CASE WHEN t.kind <> 'finish' THEN r.finished_at
+                               WHEN t.verdict = 'deny' THEN v_at[t.decided_ord] ELSE v_at[t.last_ord] END,
+            attestation_digest = coalesce(t.digest, r.attestation_digest)
+        FROM unnest(v_rows) t
+        WHERE r.id = t.id AND t.kind IS NOT NULL AND r.finished_at IS NULL;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        IF v_n <> (SELECT count(*) FROM unnest(v_rows) t WHERE t.kind IS NOT NULL) THEN
+            RAISE EXCEPTION 'ledger.executor_record: a request the call changes has ended already'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        -- The runs the starts are charged to (ledger.apply_runs's rows for
+        -- request.decided with a budget).
+        INSERT INTO ledger.runs AS x (principal, run_id, max_calls, used, version, created_at, ended_at)
+        SELECT t.principal, t.run_id, NULL, count(*), 0, min(v_at[t.decided_ord]), NULL
+        FROM unnest(v_rows) t WHERE t.budget_events = 1
+        GROUP BY t.principal, t.run_id ORDER BY t.principal, t.run_id
+        ON CONFLICT (principal, run_id) DO UPDATE
+        SET used = x.used + EXCLUDED.used, created_at = least(x.created_at, EXCLUDED.created_at);
+    ELSE
+        SELECT min(u), max(u) INTO v_lo, v_hi FROM unnest(v_pos) u;
+        IF v_lo IS NOT NULL THEN
+            PERFORM ledger.apply_requests(pg_current_xact_id(), v_lo - 1, pg_current_xact_id(), v_hi);
+            IF 'budget.consumed' = ANY(types) OR 'request.decided' = ANY(types) THEN
+                PERFORM ledger.apply_runs(pg_current_xact_id(), v_lo - 1, pg_current_xact_id(), v_hi);
+            END IF;
         END IF;
     END IF;
 
@@ -1300,7 +1409,7 @@ BEGIN
     -- the state change the call asked for.
     SELECT t.id, t.kind, r.state INTO bad
     FROM unnest(v_rows) t JOIN ledger.request_status r ON r.id = t.id
-    WHERE t.kind IS NOT NULL AND NOT coalesce(CASE t.kind
+    WHERE NOT v_fast AND t.kind IS NOT NULL AND NOT coalesce(CASE t.kind
         WHEN 'start' THEN r.state = 'running'
         WHEN 'await_approval' THEN r.state = 'awaiting_approval'
         WHEN 'requeue' THEN r.state = 'pending'
@@ -1312,7 +1421,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.executor_record: the events recorded for request % leave it %, which is not the % asked for',
             bad.id, bad.state, bad.kind
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'execution.started, approval.requested, lease.expired (requeued), a final event and attestation.signed make those changes';
+                  HINT = 'request.decided or execution.started, approval.requested, lease.expired (requeued), a final event and its attestation make those changes';
     END IF;
 
     IF 'finish' = ANY(kinds) THEN
@@ -1379,7 +1488,7 @@ COMMENT ON FUNCTION ledger.in_record(p_tx xid8, p_pos bigint) IS 'Whether an eve
 -- Name: insert_events(text[], bigint[], text[], text[], text[]); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) RETURNS TABLE("position" bigint, hash bytea)
+CREATE FUNCTION ledger.insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) RETURNS TABLE("position" bigint, hash bytea, recorded_at timestamp with time zone)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -1426,7 +1535,7 @@ BEGIN
     SELECT u.s, u.v, u.t, u.p::json, u.m::json
     FROM unnest(streams, versions, types, payloads, metadatas) WITH ORDINALITY AS u(s, v, t, p, m, ord)
     ORDER BY u.ord
-    RETURNING e.position, e.hash;
+    RETURNING e.position, e.hash, e.recorded_at;
 END $$;
 
 
@@ -3387,22 +3496,21 @@ COMMENT ON FUNCTION ledger.unsealed_events(p_limit integer) IS 'Events the Merkl
 
 
 --
--- Name: usage_refusal(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+-- Name: usage_refusal(text, jsonb); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.usage_refusal(p_type text, p_payload text) RETURNS text
+CREATE FUNCTION ledger.usage_refusal(p_type text, j jsonb) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    j   jsonb;
     bad text;
 BEGIN
-    IF p_type IS DISTINCT FROM 'execution.finished' AND p_type IS DISTINCT FROM 'egress.connection' THEN
+    IF p_type IS DISTINCT FROM 'execution.finished' AND p_type IS DISTINCT FROM 'execution.completed'
+       AND p_type IS DISTINCT FROM 'egress.connection' THEN
         RETURN NULL;
     END IF;
-    j := p_payload::jsonb;
-    IF p_type = 'execution.finished' THEN
+    IF p_type IN ('execution.finished', 'execution.completed') THEN
         IF coalesce(jsonb_typeof(j -> 'resources'), 'null') = 'null' THEN
             RETURN NULL;
         END IF;
@@ -3424,6 +3532,23 @@ BEGIN
         RETURN bad || ' must be an integer';
     END IF;
     RETURN NULL;
+END $$;
+
+
+--
+-- Name: usage_refusal(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.usage_refusal(p_type text, p_payload text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_type IS DISTINCT FROM 'execution.finished' AND p_type IS DISTINCT FROM 'execution.completed'
+       AND p_type IS DISTINCT FROM 'egress.connection' THEN
+        RETURN NULL;
+    END IF;
+    RETURN ledger.usage_refusal(p_type, p_payload::jsonb);
 END $$;
 
 
@@ -5169,11 +5294,11 @@ REVOKE ALL ON FUNCTION ledger.claim_refusal(st_claim uuid, st_queue_state text, 
 
 
 --
--- Name: FUNCTION claim_requests(executor text, max_requests integer, lease interval); Type: ACL; Schema: ledger; Owner: -
+-- Name: FUNCTION claim_requests(executor text, max_requests integer, lease interval, record_claims boolean); Type: ACL; Schema: ledger; Owner: -
 --
 
-REVOKE ALL ON FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval) TO ledger_executor;
+REVOKE ALL ON FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval, record_claims boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.claim_requests(executor text, max_requests integer, lease interval, record_claims boolean) TO ledger_executor;
 
 
 --
@@ -5761,6 +5886,13 @@ REVOKE ALL ON FUNCTION ledger.unsealed_events(p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.unsealed_events(p_limit integer) TO ledger_executor;
 GRANT ALL ON FUNCTION ledger.unsealed_events(p_limit integer) TO ledger_auditor;
 GRANT ALL ON FUNCTION ledger.unsealed_events(p_limit integer) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION usage_refusal(p_type text, j jsonb); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.usage_refusal(p_type text, j jsonb) FROM PUBLIC;
 
 
 --

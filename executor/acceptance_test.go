@@ -74,8 +74,8 @@ GROUP BY r.id, r.state, r.error_kind, r.attestation_digest`)
 	}
 	defer rows.Close() // a failure below must not keep its connection from the database's drop
 	sequences := map[ledger.State]string{
-		ledger.StateSucceeded: "tool.requested request.claimed policy.decided execution.started execution.finished attestation.signed",
-		ledger.StateDenied:    "tool.requested request.claimed policy.decided attestation.signed",
+		ledger.StateSucceeded: "tool.requested request.decided execution.completed",
+		ledger.StateDenied:    "tool.requested request.decided attestation.signed",
 	}
 	seen := 0
 	for rows.Next() {
@@ -102,9 +102,9 @@ GROUP BY r.id, r.state, r.error_kind, r.attestation_digest`)
 	rows, err = e.db.Pool.Query(ctx, `SELECT r.id, r.attestation_digest, a.payload ->> 'envelope',
        (q.payload -> 'input')::text, (f.payload -> 'output')::text
 FROM ledger.request_status r
-JOIN ledger.events a ON a.stream = 'request:' || r.id AND a.type = 'attestation.signed'
+JOIN ledger.events a ON a.stream = 'request:' || r.id AND a.type IN ('attestation.signed', 'execution.completed')
 JOIN ledger.events q ON q.stream = 'request:' || r.id AND q.version = 1
-LEFT JOIN ledger.events f ON f.stream = 'request:' || r.id AND f.type = 'execution.finished'`)
+LEFT JOIN ledger.events f ON f.stream = 'request:' || r.id AND f.type IN ('execution.finished', 'execution.completed')`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 
 // attestation is what an attestation.signed event and the read model need.
 type attestation struct {
-	digest string
-	event  ledger.NewEvent
+	digest, keyID, envelope string
+	event                   ledger.NewEvent
 }
 
 // attestationInput describes one outcome to attest.
@@ -77,7 +77,7 @@ func (r *recorder) sign(ctx context.Context, in attestationInput) (attestation, 
 	if err != nil {
 		return attestation{}, err
 	}
-	return attestation{digest: digest, event: ledger.NewEvent{
+	return attestation{digest: digest, keyID: r.signer.KeyID(), envelope: string(envJSON), event: ledger.NewEvent{
 		Type: "attestation.signed",
 		Payload: map[string]any{
 			"request_id":         in.requestID,
@@ -87,4 +87,11 @@ func (r *recorder) sign(ctx context.Context, in attestationInput) (attestation, 
 		},
 		Metadata: r.meta(in.requestID, in.trace),
 	}}, nil
+}
+
+// members are the attestation's members of an event that carries it
+// (contract.Attesting): attestation.signed's, or execution.completed's
+// besides the outcome.
+func (a attestation) members() map[string]any {
+	return map[string]any{"attestation_digest": a.digest, "key_id": a.keyID, "envelope": a.envelope}
 }

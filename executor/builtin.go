@@ -42,6 +42,9 @@ func (Echo) Executor() string   { return "builtin" }
 func (Echo) Tier() string       { return "builtin" }
 func (Echo) SafeToRepeat() bool { return true }
 
+// RunsInline: echo's calls run in the claim's transaction (InlineTool).
+func (Echo) RunsInline() bool { return true }
+
 // Prepare parses the input strictly; Run gets the text.
 func (Echo) Prepare(_ context.Context, call Call) (any, error) {
 	var in echoInput

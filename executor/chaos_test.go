@@ -201,9 +201,9 @@ type outcomeRow struct {
 func (k chaosKit) outcomes(t *testing.T, pool *pgxpool.Pool) []outcomeRow {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT r.id, r.tool, r.state, coalesce(r.error_kind, ''),
-       count(*) FILTER (WHERE e.type = 'request.claimed'),
+       count(*) FILTER (WHERE e.type IN ('request.claimed', 'request.decided')),
        bool_or(e.type = 'lease.expired' AND (e.payload ->> 'started')::boolean),
-       max(e.payload ->> 'envelope') FILTER (WHERE e.type = 'attestation.signed')
+       max(e.payload ->> 'envelope') FILTER (WHERE e.type IN ('attestation.signed', 'execution.completed'))
 FROM ledger.request_status r JOIN ledger.events e ON e.stream = 'request:' || r.id
 GROUP BY r.id, r.tool, r.state, r.error_kind`)
 	if err != nil {
@@ -319,7 +319,7 @@ func TestChaosTwoExecutorProcesses(t *testing.T) {
 	var execs int
 	var split string
 	if err := db.Pool.QueryRow(context.Background(), `SELECT count(*), string_agg(executor || '=' || n, ' ' ORDER BY executor)
-FROM (SELECT payload ->> 'executor' AS executor, count(*) AS n FROM ledger.events WHERE type = 'request.claimed' GROUP BY 1) s`).Scan(&execs, &split); err != nil || execs != 2 {
+FROM (SELECT payload ->> 'executor' AS executor, count(*) AS n FROM ledger.events WHERE type = 'request.decided' GROUP BY 1) s`).Scan(&execs, &split); err != nil || execs != 2 {
 		t.Errorf("%d executors claimed work (%v), want both", execs, err)
 	}
 	t.Logf("%d requests, each claimed once; claims per executor: %s", n, split)
@@ -349,7 +349,7 @@ func TestChaosGracefulStop(t *testing.T) {
 	a.terminate(t)
 	var held, claimedByA int
 	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM ledger.queue WHERE claimed_by = 'exec-a'),
-       (SELECT count(*) FROM ledger.events WHERE type = 'request.claimed' AND payload ->> 'executor' = 'exec-a')`).Scan(&held, &claimedByA); err != nil {
+       (SELECT count(*) FROM ledger.events WHERE type = 'request.decided' AND payload ->> 'executor' = 'exec-a')`).Scan(&held, &claimedByA); err != nil {
 		t.Fatal(err)
 	}
 	if held != 0 {

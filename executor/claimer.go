@@ -28,6 +28,9 @@ type jobRunner interface {
 	free() int
 	// start runs an authorized job; the caller made sure one is free.
 	start(j *job)
+	// runInline runs an authorized job of an InlineTool at once, on the
+	// caller's goroutine.
+	runInline(j *job) Result
 }
 
 // claimer takes pending requests in batches and authorizes each in the
@@ -166,6 +169,7 @@ func (c *claimer) claim(stop context.Context, n int) (int, error) {
 		claimed    []*job
 		toRun      []*job
 		denied     []*job
+		inlined    []*job
 		batchSpan  trace.Span
 		claimSpans []trace.Span
 	)
@@ -177,7 +181,7 @@ func (c *claimer) claim(stop context.Context, n int) (int, error) {
 			// nothing, and a trace per empty poll would bury the requests'.
 			ctx, batchSpan, claimSpans = c.tracing.claimed(ctx, jobs, began)
 			var err error
-			if toRun, denied, err = c.decide(ctx, tx, jobs, w); err == nil {
+			if toRun, denied, inlined, err = c.decide(ctx, tx, jobs, w); err == nil {
 				c.hooks.reach(hookClaimDecided)
 			}
 			return err
@@ -196,6 +200,13 @@ func (c *claimer) claim(stop context.Context, n int) (int, error) {
 	}
 	for _, j := range denied {
 		c.metrics.finish(c.tools.label(j.tool), ledger.StateDenied, j.deniedKind, j.submittedAt)
+	}
+	if len(inlined) > 0 {
+		c.metrics.completed(len(inlined))
+	}
+	for _, j := range inlined {
+		c.metrics.finish(c.tools.label(j.tool), j.result.State(), j.result.ErrorKind, j.submittedAt)
+		outcomeAttributes(j, j.result)
 	}
 	endClaim(claimed, batchSpan, claimSpans, nil, toRun)
 	if len(claimed) > 0 {
@@ -234,7 +245,7 @@ func (c *claimer) scanJob(row pgx.CollectableRow) (*job, error) {
 	var input, reqCtx string
 	var bound []string
 	if err := row.Scan(&j.id, &j.claimID, &j.attempt, &j.version, &j.principal, &j.tool, &j.runID, &input, &reqCtx,
-		&bound, &j.inputDigest, &j.approved, &j.wasCharged, &j.submittedAt); err != nil {
+		&bound, &j.inputDigest, &j.approved, &j.wasCharged, &j.submittedAt, &j.leaseExpiresAt); err != nil {
 		return nil, err
 	}
 	j.input = json.RawMessage(input)
@@ -246,16 +257,19 @@ func (c *claimer) scanJob(row pgx.CollectableRow) (*job, error) {
 	return j, nil
 }
 
-// decide authorizes each claimed job and writes its decision: a denial
-// with its attestation, a wait for approval, or the budget it consumes and
-// its execution.started. It returns the jobs to run and those denied.
-func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes) (toRun, denied []*job, err error) {
+// decide authorizes each claimed job and records the claim with its
+// decision in one request.decided (the compact grammar, 021): a denial
+// followed by its attestation, a wait for approval followed by
+// approval.requested, or, for a call that runs, the budget it consumes and
+// the start of its execution as members of the same event. It returns the
+// jobs to run and those denied.
+func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes) (toRun, denied, inlined []*job, err error) {
 	if err := c.resolveSkills(ctx, tx, jobs); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	budgets, err := c.lockBudgets(ctx, tx, jobs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	now := time.Now()
 	for _, j := range jobs {
@@ -263,7 +277,8 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 		g := c.authorize(ctx, j, budgets)
 		j.decision = g.decision
 		sa := ledger.StreamAppend{Stream: j.stream(), Expected: j.version}
-		sa.Events = append(sa.Events, c.decisionEvent(j, g))
+		decided := c.decidedPayload(j, g)
+		sa.Events = append(sa.Events, ledger.NewEvent{Type: "request.decided", Payload: decided, Metadata: c.rec.meta(j.id, j.trace.sc)})
 		j.next()
 		switch g.verdict {
 		case verdictDeny:
@@ -272,7 +287,7 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 				runID: j.runID, inputDigest: j.inputDigest, executor: "policy", decision: "deny", reason: g.decision.ReasonCode,
 				started: now, finished: now, result: res, skill: j.skillRef(), trace: j.trace.sc})
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			sa.Events = append(sa.Events, a.event)
 			j.next()
@@ -289,24 +304,58 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 		case verdictRun:
 			if g.charge {
 				b := budgets[runKey{j.principal, j.runID}]
-				sa.Events = append(sa.Events, ledger.NewEvent{Type: "budget.consumed", Payload: map[string]any{
-					"request_id": j.id, "run_id": j.runID, "principal": j.principal, "used": b.used, "max_calls": b.max,
-				}, Metadata: c.rec.meta(j.id, j.trace.sc)})
-				j.next()
+				decided["budget"] = map[string]any{"principal": j.principal, "run_id": j.runID, "used": b.used, "max_calls": b.max}
 			}
-			endAuthorize(g) // execution.started is the claim's
-			sa.Events = append(sa.Events, ledger.NewEvent{Type: "execution.started", Payload: map[string]any{
-				"request_id": j.id, "attempt": j.attempt, "executor": j.impl.Executor(), "tier": j.impl.Tier(),
+			endAuthorize(g) // the start is the claim's
+			decided["execution"] = map[string]any{
+				"executor": j.impl.Executor(), "attempt": j.attempt, "tier": j.impl.Tier(),
 				"timeout_ms": c.cfg.ToolTimeout.Milliseconds(),
-			}, Metadata: c.rec.meta(j.id, j.trace.sc)})
-			j.next()
+			}
+			if runsInline(j.impl) {
+				// Run it here, and record its outcome in this transaction.
+				if err := c.inline(ctx, tx, j, &sa, w, g.charge); err != nil {
+					return nil, nil, nil, err
+				}
+				inlined = append(inlined, j)
+				break
+			}
 			w.transition(j.id, j.claimID, transStart, g.charge)
 			toRun = append(toRun, j)
 		}
 		endAuthorize(g)
 		w.events(j.id, j.claimID, sa)
 	}
-	return toRun, denied, nil
+	return toRun, denied, inlined, nil
+}
+
+// inline runs j, an InlineTool's call, and records its outcome after its
+// request.decided in sa: execution.completed (or a cancellation's events),
+// the tool's storage writes, and its state change (finish, charged to its
+// run when charge).
+func (c *claimer) inline(ctx context.Context, tx pgx.Tx, j *job, sa *ledger.StreamAppend, w *writes, charge bool) error {
+	res := c.runner.runInline(j)
+	events, others, err := c.rec.outcome(ctx, j, res, time.Now())
+	if err != nil {
+		return err
+	}
+	for range events {
+		j.next()
+	}
+	sa.Events = append(sa.Events, events...)
+	for _, o := range others {
+		w.other(o)
+	}
+	if res.State() == ledger.StateSucceeded && len(res.StorageWrites) > 0 {
+		var stored storageWrites
+		stored.add(res.StorageWrites)
+		if err := stored.exec(ctx, tx); err != nil {
+			return err
+		}
+	}
+	j.result = res
+	w.finish(j.id, j.claimID, res.State(), res, j.impl.Tier())
+	w.charges[w.index[j.id]] = charge
+	return nil
 }
 
 // resolveSkills gives the jobs whose tool no registered tool serves
@@ -367,9 +416,12 @@ func (c *claimer) lockBudgets(ctx context.Context, tx pgx.Tx, jobs []*job) (map[
 	return out, rows.Err()
 }
 
-// decisionEvent records one pipeline decision, with the request's
-// channel and device as policies see them (origin: claimed and bound).
-func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
+// decidedPayload is the request.decided of one claimed job: the claim
+// (request.claimed's members), the pipeline's decision, with the request's
+// channel and device as policies see them (origin: claimed and bound)
+// (policy.decided's), and the verdict: run, deny or await_approval. decide
+// adds the budget and the execution when the call runs.
+func (c *claimer) decidedPayload(j *job, g gate) map[string]any {
 	errs := g.decision.Errors
 	if errs == nil {
 		errs = []string{}
@@ -378,12 +430,20 @@ func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
 	if pols == nil {
 		pols = []string{}
 	}
-	decision := "allow"
-	if g.verdict == verdictDeny {
-		decision = "deny"
+	decision, verdict := "allow", "run"
+	switch g.verdict {
+	case verdictDeny:
+		decision, verdict = "deny", "deny"
+	case verdictAwaitApproval:
+		verdict = "await_approval"
 	}
 	p := map[string]any{
 		"request_id":           j.id,
+		"executor":             c.cfg.Label,
+		"claim_id":             j.claimID,
+		"attempt":              j.attempt,
+		"lease_expires_at":     j.leaseExpiresAt.UTC(),
+		"verdict":              verdict,
 		"decision":             decision,
 		"stage":                g.stage,
 		"reason_code":          g.decision.ReasonCode,
@@ -405,5 +465,5 @@ func (c *claimer) decisionEvent(j *job, g gate) ledger.NewEvent {
 	if s := j.skillRef(); s != nil {
 		p["skill"] = s
 	}
-	return ledger.NewEvent{Type: "policy.decided", Payload: p, Metadata: c.rec.meta(j.id, j.trace.sc)}
+	return p
 }

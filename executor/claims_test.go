@@ -50,7 +50,7 @@ func originOf(t *testing.T, e *env, id uuid.UUID) recordedOrigin {
 			if err := json.Unmarshal(ev.Payload, &o.requested); err != nil {
 				t.Fatal(err)
 			}
-		case "policy.decided":
+		case "request.decided":
 			decided = true
 			if err := json.Unmarshal(ev.Payload, &o.decided); err != nil {
 				t.Fatal(err)
@@ -58,7 +58,7 @@ func originOf(t *testing.T, e *env, id uuid.UUID) recordedOrigin {
 		}
 	}
 	if !decided {
-		t.Fatalf("request %s has no policy.decided", id)
+		t.Fatalf("request %s has no request.decided", id)
 	}
 	return o
 }
@@ -115,7 +115,7 @@ func TestClaimedDeviceIsNotDevice(t *testing.T) {
 	}
 	wantClaim := map[string]any{"claimed_device": "laptop-1", "claimed_channel": "cli", "device_bound": false, "channel_bound": false}
 	if !equalOrigin(o.decided.Origin, wantClaim) {
-		t.Errorf("policy.decided origin of the claim: %v, want %v", o.decided.Origin, wantClaim)
+		t.Errorf("request.decided origin of the claim: %v, want %v", o.decided.Origin, wantClaim)
 	}
 
 	// The same device, bound to the login by an administrator.
@@ -129,7 +129,7 @@ func TestClaimedDeviceIsNotDevice(t *testing.T) {
 	}
 	wantBound := map[string]any{"device": "laptop-1", "claimed_device": "laptop-1", "claimed_channel": "", "device_bound": true, "channel_bound": false}
 	if !equalOrigin(o.decided.Origin, wantBound) {
-		t.Errorf("policy.decided origin of the bound login: %v, want %v", o.decided.Origin, wantBound)
+		t.Errorf("request.decided origin of the bound login: %v, want %v", o.decided.Origin, wantBound)
 	}
 
 	// A policy may still read a claim, by its plain name.

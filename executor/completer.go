@@ -87,8 +87,8 @@ func (c *completer) completeWithRetry(ctx context.Context, batch []outcome) {
 	c.jobs.settled(batch)
 }
 
-// complete writes one batch in one transaction: execution.finished and
-// attestation.signed for each request whose claim is still this executor's,
+// complete writes one batch in one transaction: the outcome and its
+// attestation for each request whose claim is still this executor's,
 // the read model, the queue, the NOTIFYs, and the storage writes of those
 // of its calls that succeeded (Result.StorageWrites): an outcome dropped
 // because its claim was lost, or a failure, writes nothing.
@@ -148,51 +148,71 @@ type heldClaim struct {
 	Version int64
 }
 
-// finish writes one outcome: the tool's events, execution.finished, the
-// cancellation when it was cancelled, and its attestation.
+// finish writes one outcome (recorder.outcome) under the claim the batch
+// locked.
 func (c *completer) finish(ctx context.Context, o outcome, w *writes) error {
 	j, res := o.job, o.result
-	state := res.State()
-	a, err := c.rec.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
-		runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
-		decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: o.finished, result: res,
-		skill: j.skillRef(), trace: j.trace.sc})
+	events, others, err := c.rec.outcome(ctx, j, res, o.finished)
 	if err != nil {
 		return err
 	}
-	finished := map[string]any{
+	w.events(j.id, j.claimID, ledger.StreamAppend{Stream: j.stream(), Expected: j.version, Events: events})
+	for _, sa := range others {
+		w.other(sa)
+	}
+	w.finish(j.id, j.claimID, res.State(), res, j.impl.Tier())
+	return nil
+}
+
+// outcome is what records a call's outcome on its request's stream: the
+// tool's events, then execution.completed (the outcome with its
+// attestation), or for a cancelled call execution.finished,
+// request.cancelled and attestation.signed; and the tool's events
+// addressed to other streams (channel:<name>), at their next versions.
+func (r *recorder) outcome(ctx context.Context, j *job, res Result, finished time.Time) ([]ledger.NewEvent, []ledger.StreamAppend, error) {
+	state := res.State()
+	a, err := r.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
+		runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
+		decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: finished, result: res,
+		skill: j.skillRef(), trace: j.trace.sc})
+	if err != nil {
+		return nil, nil, err
+	}
+	payload := map[string]any{
 		"request_id": j.id, "attempt": j.attempt, "state": state, "error_kind": strp(string(res.ErrorKind)),
 		"error": strp(res.Error), "timed_out": res.TimedOut, "exit_status": res.ExitStatus,
 		"resources": res.Resources, "enforcement": res.Enforcement, "output": res.Output,
 		"executor": j.impl.Executor(), "tier": j.impl.Tier(),
 	}
 	if len(res.Output) == 0 {
-		finished["output"] = nil
+		payload["output"] = nil
 	}
 	events := make([]ledger.NewEvent, 0, len(res.Events)+3)
 	var others []ledger.StreamAppend
 	for _, ev := range res.Events {
-		ne := ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: c.rec.meta(j.id, j.trace.toolSpan())}
+		ne := ledger.NewEvent{Type: ev.Type, Payload: ev.Payload, Metadata: r.meta(j.id, j.trace.toolSpan())}
 		if ev.Stream != "" {
-			// Events a tool addresses to other streams (channel:<name>)
-			// take their streams' next versions.
 			others = append(others, ledger.StreamAppend{Stream: ev.Stream, Expected: ledger.AnyVersion, Events: []ledger.NewEvent{ne}})
 			continue
 		}
 		events = append(events, ne)
 	}
-	events = append(events, ledger.NewEvent{Type: "execution.finished", Payload: finished, Metadata: c.rec.meta(j.id, j.trace.sc)})
 	if state == ledger.StateCancelled {
-		events = append(events, ledger.NewEvent{Type: "request.cancelled", Payload: map[string]any{
-			"request_id": j.id, "reason": res.Error, "previous_state": ledger.StateRunning}, Metadata: c.rec.meta(j.id, j.trace.sc)})
+		// The full grammar: request.cancelled comes between the outcome
+		// and its attestation.
+		events = append(events, ledger.NewEvent{Type: "execution.finished", Payload: payload, Metadata: r.meta(j.id, j.trace.sc)},
+			ledger.NewEvent{Type: "request.cancelled", Payload: map[string]any{
+				"request_id": j.id, "reason": res.Error, "previous_state": ledger.StateRunning}, Metadata: r.meta(j.id, j.trace.sc)},
+			a.event)
+	} else {
+		// The compact grammar (021): the outcome and its attestation as
+		// one event.
+		for k, v := range a.members() {
+			payload[k] = v
+		}
+		events = append(events, ledger.NewEvent{Type: "execution.completed", Payload: payload, Metadata: r.meta(j.id, j.trace.sc)})
 	}
-	events = append(events, a.event)
-	w.events(j.id, j.claimID, ledger.StreamAppend{Stream: j.stream(), Expected: j.version, Events: events})
-	for _, sa := range others {
-		w.other(sa)
-	}
-	w.finish(j.id, j.claimID, state, res, j.impl.Tier())
-	return nil
+	return events, others, nil
 }
 
 // isDataError reports whether err is PostgreSQL refusing a value (SQLSTATE

@@ -186,7 +186,7 @@ func (e *env) verifyAttestation(t *testing.T, r *ledger.Request) *attest.Stateme
 	var input json.RawMessage
 	for _, ev := range evs {
 		switch ev.Type {
-		case "attestation.signed":
+		case "attestation.signed", "execution.completed":
 			if err := json.Unmarshal(ev.Payload, &p); err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func (e *env) verifyAttestation(t *testing.T, r *ledger.Request) *attest.Stateme
 		}
 	}
 	if p.Envelope == "" {
-		t.Fatalf("request %s has no attestation.signed event: %s", r.ID, types(evs))
+		t.Fatalf("request %s has no attestation (attestation.signed or execution.completed): %s", r.ID, types(evs))
 	}
 	st, err := attest.Verify([]byte(p.Envelope), e.pub)
 	if err != nil {
@@ -221,10 +221,11 @@ func (e *env) verifyAttestation(t *testing.T, r *ledger.Request) *attest.Stateme
 	return st
 }
 
-// evOutput is the exact output bytes recorded in execution.finished.
+// evOutput is the exact output bytes recorded in execution.completed (or
+// execution.finished).
 func evOutput(t *testing.T, evs []ledger.Event) []byte {
 	for _, ev := range evs {
-		if ev.Type == "execution.finished" {
+		if ev.Type == "execution.completed" || ev.Type == "execution.finished" {
 			var f struct{ Output json.RawMessage }
 			if err := json.Unmarshal(ev.Payload, &f); err != nil {
 				t.Fatal(err)
@@ -243,9 +244,40 @@ func TestEchoSucceedsAndIsAttested(t *testing.T) {
 	if r.State != ledger.StateSucceeded || string(r.Output) != `{"text": "hello"}` || *r.Tier != "builtin" || r.ErrorKind != nil {
 		t.Fatalf("request = %+v output %s", r, r.Output)
 	}
-	want := "tool.requested request.claimed policy.decided budget.consumed execution.started execution.finished attestation.signed"
-	if got := types(e.events(t, id)); got != want {
+	want := "tool.requested request.decided execution.completed"
+	evs := e.events(t, id)
+	if got := types(evs); got != want {
 		t.Fatalf("events:\n got %s\nwant %s", got, want)
+	}
+	// request.decided records the claim, the decision, the run's budget
+	// and the start: what request.claimed, policy.decided,
+	// budget.consumed and execution.started recorded.
+	var d struct {
+		Executor, Verdict, Decision, Stage string
+		ClaimID                            string    `json:"claim_id"`
+		PolicyDigest                       string    `json:"policy_digest"`
+		Attempt                            int       `json:"attempt"`
+		LeaseExpiresAt                     time.Time `json:"lease_expires_at"`
+		Budget                             *struct {
+			Principal string `json:"principal"`
+			RunID     string `json:"run_id"`
+			Used      int    `json:"used"`
+			MaxCalls  int    `json:"max_calls"`
+		}
+		Execution *struct {
+			Executor, Tier string
+			Attempt        int
+			TimeoutMS      int64 `json:"timeout_ms"`
+		}
+	}
+	if err := json.Unmarshal(evs[1].Payload, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Executor != "exec-test" || d.ClaimID == "" || d.Attempt != 1 || d.LeaseExpiresAt.IsZero() || d.Verdict != "run" ||
+		d.Decision != "allow" || d.Stage != "allow" || d.PolicyDigest != e.policy.Digest() ||
+		d.Budget == nil || d.Budget.Principal != "alice" || d.Budget.RunID != "r1" || d.Budget.Used != 1 ||
+		d.Execution == nil || d.Execution.Tier != "builtin" || d.Execution.Attempt != 1 || d.Execution.TimeoutMS <= 0 {
+		t.Fatalf("request.decided %s", evs[1].Payload)
 	}
 	st := e.verifyAttestation(t, r)
 	if st.Predicate.Decision != "allow" || !st.Predicate.Success || st.Predicate.Executor != "builtin" ||
@@ -288,7 +320,7 @@ func TestDenialsAreRecordedAndAttested(t *testing.T) {
 			continue
 		}
 		evs := e.events(t, id)
-		if got := types(evs); got != "tool.requested request.claimed policy.decided attestation.signed" {
+		if got := types(evs); got != "tool.requested request.decided attestation.signed" {
 			t.Errorf("%s: events %s", tc.name, got)
 		}
 		var d struct {
@@ -296,8 +328,8 @@ func TestDenialsAreRecordedAndAttested(t *testing.T) {
 			ReasonCode string `json:"reason_code"`
 			ErrorKind  string `json:"error_kind"`
 		}
-		if err := json.Unmarshal(evs[2].Payload, &d); err != nil || d.Decision != "deny" || d.ReasonCode != tc.reason {
-			t.Errorf("%s: policy.decided %s", tc.name, evs[2].Payload)
+		if err := json.Unmarshal(evs[1].Payload, &d); err != nil || d.Decision != "deny" || d.ReasonCode != tc.reason {
+			t.Errorf("%s: request.decided %s", tc.name, evs[1].Payload)
 		}
 		st := e.verifyAttestation(t, r)
 		if st.Predicate.Decision != "deny" || st.Predicate.Executor != "policy" || st.Predicate.ErrorKind != string(tc.kind) {
@@ -416,7 +448,7 @@ func TestApproval(t *testing.T) {
 	if r.State != ledger.StateSucceeded {
 		t.Fatalf("approved request: %+v", r)
 	}
-	want := "tool.requested request.claimed policy.decided approval.requested approval.granted request.claimed policy.decided execution.started execution.finished attestation.signed"
+	want := "tool.requested request.decided approval.requested approval.granted request.decided execution.completed"
 	if got := types(e.events(t, id)); got != want {
 		t.Fatalf("events:\n got %s\nwant %s", got, want)
 	}
@@ -686,7 +718,7 @@ func TestExecutorsNeverShareAClaim(t *testing.T) {
 	}
 	var claims, dup int
 	err = e.db.Pool.QueryRow(context.Background(), `SELECT count(*), count(*) - count(DISTINCT stream)
-FROM ledger.events WHERE type = 'request.claimed'`).Scan(&claims, &dup)
+FROM ledger.events WHERE type = 'request.decided'`).Scan(&claims, &dup)
 	if err != nil || claims != 200 || dup != 0 {
 		t.Fatalf("claims %d, duplicates %d, %v", claims, dup, err)
 	}
@@ -813,7 +845,7 @@ func TestResultsTheLedgerCannotStoreStillEnd(t *testing.T) {
 		"request:"+ids[4].String()).Scan(&types); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(types, " "); !strings.Contains(got, "egress.connection execution.finished attestation.signed") {
+	if got := strings.Join(types, " "); !strings.Contains(got, "egress.connection execution.completed") {
 		t.Fatalf("tool events: %s", got)
 	}
 	// Events addressed to a channel land on its stream, in order, and not
@@ -847,4 +879,42 @@ func TestHasNULEscape(t *testing.T) {
 			t.Errorf("hasNULEscape(%s) = %v", in, got)
 		}
 	}
+}
+
+// TestInlineToolsRunInTheClaim: an echo (an InlineTool) is claimed, decided,
+// run and recorded with its attestation in one transaction, charged to its
+// run there; a sleep is claimed in one and completed in another.
+func TestInlineToolsRunInTheClaim(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	echo := submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": "inline"}, RunID: "inline-run"})
+	sleep := submit(t, e.alice, ledger.SubmitParams{Tool: "sleep", Input: map[string]any{"ms": 1}, RunID: "inline-run"})
+	for _, id := range []uuid.UUID{echo, sleep} {
+		if r := await(t, e.alice, id); r.State != ledger.StateSucceeded {
+			t.Fatalf("%+v", r)
+		}
+	}
+	txs := func(id uuid.UUID) (types string, n int) {
+		t.Helper()
+		if err := e.db.Pool.QueryRow(ctx, `SELECT string_agg(type, ' ' ORDER BY version), count(DISTINCT tx_id)
+FROM ledger.events WHERE stream = $1 AND version > 1`, "request:"+id.String()).Scan(&types, &n); err != nil {
+			t.Fatal(err)
+		}
+		return types, n
+	}
+	if types, n := txs(echo); types != "request.decided execution.completed" || n != 1 {
+		t.Errorf("echo: %s in %d transactions, want both in one", types, n)
+	}
+	if types, n := txs(sleep); types != "request.decided execution.completed" || n != 2 {
+		t.Errorf("sleep: %s in %d transactions, want two", types, n)
+	}
+	var used int
+	if err := e.db.Pool.QueryRow(ctx, `SELECT used FROM ledger.runs WHERE principal = 'alice' AND run_id = 'inline-run'`).Scan(&used); err != nil || used != 2 {
+		t.Errorf("the run's budget used %d (%v), want 2", used, err)
+	}
+	if r := await(t, e.alice, echo); r.Output == nil || r.AttestationDigest == nil {
+		t.Errorf("echo: %+v", r)
+	}
+	e.verifyAttestation(t, await(t, e.alice, echo))
 }

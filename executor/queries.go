@@ -6,8 +6,8 @@ package executor
 // through ledger.lock_*.
 const (
 	queryClaim = `SELECT id, claim_id, attempt, stream_version, principal, tool, coalesce(run_id, ''), input, context,
-       context_bound, input_digest, approved, charged, submitted_at
-FROM ledger.claim_requests($1, $2, $3::interval)`
+       context_bound, input_digest, approved, charged, submitted_at, lease_expires_at
+FROM ledger.claim_requests($1, $2, $3::interval, false)`
 
 	// queryLockBudgets creates the missing budget rows of the claimed
 	// requests' runs and locks them, in (principal, run_id) order.

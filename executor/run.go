@@ -69,6 +69,20 @@ func (r *runner) start(j *job) {
 	}()
 }
 
+// runInline runs an authorized job of an InlineTool on the claimer's
+// goroutine, in the claim's transaction, under the executor's timeout,
+// with the job's run span: no slot, no completer.
+func (r *runner) runInline(j *job) Result {
+	base, endRun := r.tracing.runContext(j)
+	j.ctx, j.cancel = context.WithCancelCause(base)
+	defer j.cancel(nil)
+	j.started = time.Now()
+	res := r.execute(j)
+	endRun(res)
+	r.metrics.ran(r.tools.label(j.tool), j, res)
+	return res
+}
+
 // settled forgets jobs whose outcomes the completer has written or given
 // up on (their leases will expire).
 func (r *runner) settled(batch []outcome) {

@@ -72,7 +72,7 @@ func TestSkillsSeam(t *testing.T) {
 	if n := skills.prepared.Load(); n != 1 {
 		t.Errorf("Prepare ran %d times, want 1", n)
 	}
-	if got := strings.Count(types(e.events(t, ok)), "request.claimed"); got != 1 {
+	if got := strings.Count(types(e.events(t, ok)), "request.decided"); got != 1 {
 		t.Errorf("acme.ok was claimed %d times on the record: %s", got, types(e.events(t, ok)))
 	}
 	st := e.verifyAttestation(t, waitAttested(t, e, ok))
@@ -84,7 +84,7 @@ func TestSkillsSeam(t *testing.T) {
 	if r.State != ledger.StateDenied || r.ErrorKind == nil || *r.ErrorKind != "skill_not_active" || !strings.Contains(*r.Error, "is disabled") {
 		t.Fatalf("acme.off: %+v", r)
 	}
-	if !strings.Contains(types(e.events(t, off)), "policy.decided") {
+	if !strings.Contains(types(e.events(t, off)), "request.decided") {
 		t.Fatal("no decision recorded")
 	}
 	if r := await(t, e.alice, none); r.State != ledger.StateDenied || *r.ErrorKind != "policy_denied" {

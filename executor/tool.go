@@ -43,6 +43,26 @@ type Tool interface {
 	Run(ctx context.Context, call Call) Result
 }
 
+// InlineTool is a Tool whose calls may run inside the claim's own
+// transaction: they take microseconds, touch nothing outside the ledger,
+// return no StorageWrites and are safe to repeat (SafeToRepeat). Such a
+// call is claimed, decided, run and recorded with its attestation in one
+// transaction (request.decided then execution.completed), instead of a
+// claim, a run on a worker and a completion batch. A crash before the
+// commit leaves nothing behind: the request is pending again and runs
+// again, which is why it must be safe to repeat.
+type InlineTool interface {
+	Tool
+	// RunsInline reports whether the tool's calls run in the claim.
+	RunsInline() bool
+}
+
+// runsInline reports whether impl's calls run in the claim.
+func runsInline(impl Tool) bool {
+	t, ok := impl.(InlineTool)
+	return ok && t.SafeToRepeat() && t.RunsInline()
+}
+
 // Refusal is Prepare's denial of a call: the request ends denied with
 // error kind Kind, the message Message, and policy.decided records
 // reason code "tool." + Kind and Reason as its tool_reason.

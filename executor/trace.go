@@ -248,11 +248,19 @@ func endRequest(j *job, res Result) {
 	if j.trace.root == nil {
 		return
 	}
+	outcomeAttributes(j, res)
+	j.trace.root.End()
+}
+
+// outcomeAttributes puts res's outcome on j's request span.
+func outcomeAttributes(j *job, res Result) {
+	if j.trace.root == nil {
+		return
+	}
 	j.trace.root.SetAttributes(attrOutcome.String(string(res.State())))
 	if res.ErrorKind != "" {
 		j.trace.root.SetAttributes(attrErrorKind.String(string(res.ErrorKind)))
 	}
-	j.trace.root.End()
 }
 
 // traceMeta puts a span's ids in an event's metadata.

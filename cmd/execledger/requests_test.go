@@ -168,14 +168,14 @@ func TestRequestsListShowApproveDenyCancel(t *testing.T) {
 	waitAudit(t, e.db, approveMe, 3)
 	r = execute(t, e.auditor, "", "requests", "show", approveMe.String())
 	for _, want := range []string{"State:     succeeded", "alice-and-carol-run", "approved", "by carol", "Digest:  sha256:",
-		"Key id:", "approval.granted", "attestation.signed", "execution.finished"} {
+		"Key id:", "approval.granted", "request.decided", "execution.completed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("show lacks %q:\n%s", want, r.stdout)
 		}
 	}
 	r = execute(t, e.auditor, "", "requests", "show", approveMe.String(), "--json")
 	var d readmodel.Description
-	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &d) != nil || d.Request.ID != approveMe || len(d.Events) < 8 ||
+	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &d) != nil || d.Request.ID != approveMe || len(d.Events) < 6 ||
 		d.Attestation == nil || d.Attestation.Statement == nil || d.LogUnreadable != "" {
 		t.Fatalf("show --json: %+v", r)
 	}

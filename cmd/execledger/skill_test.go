@@ -184,7 +184,7 @@ func checkSkillAttestation(t *testing.T, db *testdb.DB, id any, rep installRepor
 	t.Helper()
 	var env string
 	if err := db.Pool.QueryRow(context.Background(), `SELECT payload->>'envelope' FROM ledger.events
-		WHERE stream = 'request:' || $1 AND type = 'attestation.signed'`, id).Scan(&env); err != nil {
+		WHERE stream = 'request:' || $1 AND type IN ('attestation.signed', 'execution.completed')`, id).Scan(&env); err != nil {
 		t.Fatal(err)
 	}
 	var e struct{ Payload []byte }
@@ -530,7 +530,7 @@ func TestSkillApprovalAndQuotas(t *testing.T) {
 	}
 	var fuel int64
 	if err := b.db.Pool.QueryRow(ctx, `SELECT (payload -> 'resources' ->> 'fuel_limit')::bigint FROM ledger.events
-		WHERE stream = 'request:' || $1 AND type = 'execution.finished'`, req["id"]).Scan(&fuel); err != nil || fuel != 50 {
+		WHERE stream = 'request:' || $1 AND type = 'execution.completed'`, req["id"]).Scan(&fuel); err != nil || fuel != 50 {
 		t.Errorf("fuel limit %d (%v), want the manifest's 50", fuel, err)
 	}
 	if code := stop(); code != exitOK {

@@ -124,8 +124,9 @@ func (x *tampered) verifyFault(t *testing.T, file, code string, extra ...string)
 	return rep.Fault
 }
 
-// setAttestation replaces request id's attestation.signed payload with
-// one carrying envelope (and its digest), as a superuser would.
+// setAttestation replaces the attestation members of request id's
+// attestation (attestation.signed, or execution.completed in the compact
+// grammar) with envelope (and its digest), as a superuser would.
 func (x *tampered) setAttestation(t *testing.T, id uuid.UUID, envelope []byte, keyID string) {
 	t.Helper()
 	payload, err := json.Marshal(map[string]any{"request_id": id, "attestation_digest": attest.Digest(envelope),
@@ -134,8 +135,8 @@ func (x *tampered) setAttestation(t *testing.T, id uuid.UUID, envelope []byte, k
 		t.Fatal(err)
 	}
 	x.asSuperuser(t)
-	if _, err := x.db.Pool.Exec(context.Background(), `UPDATE ledger.events SET payload = $1::json
-WHERE stream = $2 AND type = 'attestation.signed'`, string(payload), "request:"+id.String()); err != nil {
+	if _, err := x.db.Pool.Exec(context.Background(), `UPDATE ledger.events SET payload = (payload::jsonb || $1::jsonb)::json
+WHERE stream = $2 AND type IN ('attestation.signed', 'execution.completed')`, string(payload), "request:"+id.String()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -167,7 +168,7 @@ func TestTamperChangeOneByteOfAPayload(t *testing.T) {
 func TestTamperDeleteAnEvent(t *testing.T) {
 	t.Parallel()
 	x := sealedLedger(t, false)
-	e := x.event(t, x.ids[0], "execution.started")
+	e := x.event(t, x.ids[0], "request.decided")
 	x.asSuperuser(t, fmt.Sprintf(`DELETE FROM ledger.events WHERE position = %d`, e.Position))
 	f := x.verifyFault(t, x.export(t), bundle.MissingEvent)
 	if f.Leaf == nil {
@@ -286,7 +287,7 @@ func TestTamperSignAnAttestationWithAForeignKey(t *testing.T) {
 func TestTamperChangeAnOutputBeforeSealing(t *testing.T) {
 	t.Parallel()
 	x := sealedLedger(t, true)
-	e := x.event(t, x.ids[2], "execution.finished")
+	e := x.event(t, x.ids[2], "execution.completed")
 	changed := bytes.Replace(e.Payload, []byte("hi 2"), []byte("hi 8"), 1)
 	if bytes.Equal(changed, e.Payload) {
 		t.Fatalf("no output to change in %s", e.Payload)
@@ -347,17 +348,19 @@ func TestTamperClaimALeafBeyondTheCheckpoint(t *testing.T) {
 func TestTamperDeleteAnAttestation(t *testing.T) {
 	t.Parallel()
 	x := sealedLedger(t, false)
-	e := x.event(t, x.ids[1], "attestation.signed")
+	// The denial's: an allowed call's outcome is its attestation
+	// (execution.completed), which leaves nothing to miss.
+	e := x.event(t, x.denied, "attestation.signed")
 	x.asSuperuser(t, fmt.Sprintf(`DELETE FROM ledger.events WHERE position = %d`, e.Position))
 	x.verifyFault(t, x.export(t), bundle.MissingEvent)
-	x.verifyFault(t, x.export(t, "--request", x.ids[1].String()), bundle.MissingAttestation)
+	x.verifyFault(t, x.export(t, "--request", x.denied.String()), bundle.MissingAttestation)
 }
 
 // envelope is request id's attestation envelope as stored.
 func (x *tampered) envelope(t *testing.T, id uuid.UUID) []byte {
 	t.Helper()
 	var p struct{ Envelope string }
-	if err := json.Unmarshal(x.event(t, id, "attestation.signed").Payload, &p); err != nil {
+	if err := json.Unmarshal(x.event(t, id, "execution.completed").Payload, &p); err != nil {
 		t.Fatal(err)
 	}
 	return []byte(p.Envelope)

@@ -450,7 +450,7 @@ func (x *transparency) checkEnvelope(t *testing.T, id uuid.UUID, outcome, dir st
 	t.Helper()
 	var env string
 	if err := x.db.Pool.QueryRow(context.Background(), `SELECT payload ->> 'envelope' FROM ledger.events
-WHERE stream = $1 AND type = 'attestation.signed'`, "request:"+id.String()).Scan(&env); err != nil {
+WHERE stream = $1 AND type IN ('attestation.signed', 'execution.completed')`, "request:"+id.String()).Scan(&env); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "attestation.json")

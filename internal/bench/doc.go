@@ -10,7 +10,7 @@
 //     for a fixed duration; throughput is what completed in that window.
 //
 // Execledger runs the full echo pipeline: ledger.submit, a batched claim,
-// Cedar, a per-run budget, about seven events per request and a signed
+// Cedar, a per-run budget, three events per request (the compact grammar) and a signed
 // attestation. River runs a no-op worker with River's normal client
 // configuration. Machines are shared and noisy, so the figure that means
 // something is the ratio execledger/river of one run, not either rate alone.

@@ -16,11 +16,13 @@ const requestPrefix = contract.RequestPrefix
 const (
 	typeRequested   = "tool.requested" // the types are internal/contract's
 	typeDecided     = "policy.decided"
+	typeReqDecided  = "request.decided" // the compact grammar's claim and decision
 	typeApprovalNo  = "approval.denied"
 	typeFinished    = "execution.finished"
 	typeCancelled   = "request.cancelled"
 	typeLeaseExpiry = "lease.expired"
 	typeAttested    = "attestation.signed"
+	typeCompleted   = "execution.completed" // the compact grammar's outcome and attestation
 )
 
 // prepared is a record with what can be worked out from it alone, in any
@@ -84,7 +86,7 @@ func (p *preparer) record(r Record) prepared {
 	f.encHash, f.leafHash = ledger.EncodingHash(p.buf), ledger.LeafHash(p.buf)
 	if strings.HasPrefix(e.Stream, requestPrefix) {
 		switch e.Type {
-		case typeRequested, typeDecided, typeFinished, typeLeaseExpiry:
+		case typeRequested, typeDecided, typeReqDecided, typeFinished, typeLeaseExpiry:
 			var pf payloadFacts
 			if err := json.Unmarshal(e.Payload, &pf); err != nil {
 				f.payloadErr = err.Error()
@@ -96,6 +98,16 @@ func (p *preparer) record(r Record) prepared {
 			if err := json.Unmarshal(e.Payload, &pf); err != nil {
 				f.att = &attestationFacts{fault: fault(BadSignature, "the attestation.signed payload cannot be read: %v", err)}
 			} else {
+				f.att = p.attestation(&pf)
+				f.att.requestID = pf.RequestID
+			}
+		case typeCompleted:
+			// An outcome and its attestation: both facts from one payload.
+			var pf payloadFacts
+			if err := json.Unmarshal(e.Payload, &pf); err != nil {
+				f.payloadErr = err.Error()
+			} else {
+				f.payload = &pf
 				f.att = p.attestation(&pf)
 				f.att.requestID = pf.RequestID
 			}

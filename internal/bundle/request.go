@@ -25,6 +25,8 @@ type request struct {
 // requestEvent checks e in its request's lifecycle: tool.requested first
 // and once; then anything up to the final outcome; after it only
 // request.cancelled and the attestation; nothing after the attestation.
+// In the compact grammar (021) request.decided may be the outcome (a
+// denial), and execution.completed is the outcome and its attestation.
 func (v *Verifier) requestEvent(s *stream, id string, e *Event, facts *eventFacts) *Fault {
 	if facts.payloadErr != "" {
 		return fault(SubjectMismatch, "the %s payload cannot be read: %s", e.Type, facts.payloadErr).atEvent(e)
@@ -42,6 +44,12 @@ func (v *Verifier) requestEvent(s *stream, id string, e *Event, facts *eventFact
 	case e.Type == typeAttested && r.outcome == "":
 		return fault(Reordered, "attestation.signed before request %s has a final outcome", id).atEvent(e)
 	case e.Type == typeAttested:
+		return v.attestation(r, e, facts.att)
+	case e.Type == typeCompleted && r.outcome != "":
+		return fault(Reordered, "%s follows the final outcome of request %s (%s at leaf %d)", e.Type, id, r.outcome, r.outcomeLeaf).atEvent(e)
+	case e.Type == typeCompleted:
+		// The compact grammar: the outcome, then at once its attestation.
+		r.settle(e, facts.payload)
 		return v.attestation(r, e, facts.att)
 	case r.outcome != "" && e.Type != typeCancelled:
 		return fault(Reordered, "%s follows the final outcome of request %s (%s at leaf %d)", e.Type, id, r.outcome, r.outcomeLeaf).atEvent(e)
@@ -81,14 +89,14 @@ func (r *request) settle(e *Event, p *payloadFacts) {
 		return *p.ErrorKind
 	}
 	switch e.Type {
-	case typeDecided:
+	case typeDecided, typeReqDecided:
 		if p.Decision != attest.DecisionDeny {
 			return
 		}
 		r.errorKind = kind()
 	case typeApprovalNo:
 		r.errorKind = contract.KindApprovalDenied
-	case typeFinished:
+	case typeFinished, typeCompleted:
 		r.errorKind, r.success = kind(), p.State == contract.StateSucceeded
 		if string(p.Output) != "null" {
 			r.output = p.Output

@@ -20,6 +20,9 @@ type testRequest struct {
 	input  string // as PostgreSQL prints jsonb
 	output string // compact JSON; "" for none
 	deny   bool   // denied by policy
+	// compact: written in the compact grammar (request.decided,
+	// execution.completed), not the full one.
+	compact bool
 
 	noAttestation bool                                   // the outcome without its attestation
 	signer        *attest.Signer                         // sign with this key, not the log's attestation key
@@ -79,6 +82,9 @@ func (r *testRequest) steps() []func(l *testLog) Event {
 		"determining_policies": []string{"permit-ci-echo"}, "errors": []string{}, "policy_digest": policyDigest,
 		"sensitive": false, "approved": false,
 	}
+	if r.compact {
+		return append(s[:1], r.compactSteps(decided)...)
+	}
 	if r.deny {
 		decided["decision"], decided["reason_code"] = "deny", "policy.forbid"
 		decided["error_kind"], decided["message"] = "policy_denied", "forbid-echo-prod forbids echo for svc-ci"
@@ -101,6 +107,45 @@ func (r *testRequest) steps() []func(l *testLog) Event {
 	}
 	if !r.noAttestation {
 		s = append(s, func(l *testLog) Event { return r.append(l, typeAttested, l.attestation(r)) })
+	}
+	for _, typ := range r.trailing {
+		s = append(s, func(l *testLog) Event { return r.append(l, typ, marshal(map[string]any{"request_id": r.id})) })
+	}
+	return s
+}
+
+// compactSteps are r's events after tool.requested in the compact
+// grammar: request.decided (claim, decision, execution), then
+// execution.completed (outcome and attestation); a denial's
+// request.decided is followed by attestation.signed.
+func (r *testRequest) compactSteps(decided map[string]any) []func(l *testLog) Event {
+	decided["executor"], decided["claim_id"], decided["attempt"] = "executor-1", r.id[:8]+"-c1", 1
+	decided["lease_expires_at"], decided["origin"], decided["verdict"] = "2026-11-29T06:00:00Z", map[string]any{}, "run"
+	var s []func(l *testLog) Event
+	if r.deny {
+		decided["decision"], decided["verdict"], decided["reason_code"] = "deny", "deny", "policy.forbid"
+		decided["error_kind"], decided["message"] = "policy_denied", "forbid-echo-prod forbids echo for svc-ci"
+		s = append(s, func(l *testLog) Event { return r.append(l, typeReqDecided, marshal(decided)) })
+		if !r.noAttestation {
+			s = append(s, func(l *testLog) Event { return r.append(l, typeAttested, l.attestation(r)) })
+		}
+	} else {
+		decided["execution"] = map[string]any{"executor": "builtin", "attempt": 1, "tier": "builtin", "timeout_ms": 30000}
+		s = append(s,
+			func(l *testLog) Event { return r.append(l, typeReqDecided, marshal(decided)) },
+			func(l *testLog) Event {
+				p := map[string]any{
+					"request_id": r.id, "attempt": 1, "state": "succeeded", "error_kind": nil, "error": nil, "timed_out": false,
+					"exit_status": nil, "resources": map[string]int64{"wall_ms": 3, "cpu_ms": 1}, "enforcement": map[string]any{"builtin": true},
+					"output": json.RawMessage(r.output), "executor": "builtin", "tier": "builtin",
+				}
+				var att map[string]any
+				must(l.t, json.Unmarshal([]byte(l.attestation(r)), &att))
+				for k, v := range att {
+					p[k] = v
+				}
+				return r.append(l, typeCompleted, marshal(p))
+			})
 	}
 	for _, typ := range r.trailing {
 		s = append(s, func(l *testLog) Event { return r.append(l, typ, marshal(map[string]any{"request_id": r.id})) })

@@ -630,3 +630,50 @@ func TestAttestationNamesLaterCheckpoint(t *testing.T) {
 		t.Fatal(f)
 	}
 }
+
+// TestVerifyBothGrammars: a log with requests in the full and the compact
+// grammar verifies, and the compact grammar's outcome is held to its own
+// attestation.
+func TestVerifyBothGrammars(t *testing.T) {
+	l, _ := fixture(t, func(reqs []*testRequest) {
+		for i, r := range reqs {
+			r.compact = i%2 == 1 // request 1 (denied) and 3, 5 (allowed)
+		}
+	})
+	rep := verify(t, l.full(), l.keys())
+	if !rep.OK || rep.Requests != 6 || rep.Attestations != 6 {
+		t.Fatalf("%s", reportJSON(rep))
+	}
+	cases := map[string]struct {
+		edit func(r *testRequest)
+		code string
+		msg  string
+	}{
+		"an outcome that is not the attested one": {func(r *testRequest) {
+			r.edit = map[string]func(string) string{typeCompleted: func(p string) string {
+				return strings.Replace(p, `"state":"succeeded"`, `"state":"failed"`, 1)
+			}}
+		}, "subject_mismatch", "success"},
+		"another output than the attested one": {func(r *testRequest) {
+			r.edit = map[string]func(string) string{typeCompleted: func(p string) string {
+				return strings.Replace(p, `"bytes":47`, `"bytes":48`, 1)
+			}}
+		}, "subject_mismatch", "output"},
+		"an event after execution.completed": {func(r *testRequest) { r.trailing = []string{"request.cancelled"} },
+			"reordered", "follows the attestation"},
+		"a denial without its attestation": {func(r *testRequest) { r.deny, r.noAttestation = true, true },
+			"missing_attestation", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l, reqs := fixture(t, func(reqs []*testRequest) {
+				reqs[3].compact = true
+				tc.edit(reqs[3])
+			})
+			rep := verify(t, l.full(), l.keys())
+			if rep.OK || rep.Fault == nil || rep.Fault.Code != tc.code || !strings.Contains(rep.Fault.Message, tc.msg) {
+				t.Fatalf("request %s: %s, want %s (%q)", reqs[3].id, reportJSON(rep), tc.code, tc.msg)
+			}
+		})
+	}
+}

@@ -118,7 +118,7 @@ func TestRequestPageProvesAndEscapes(t *testing.T) {
 		"Verified: the signature checks with configured key",
 		"Checkpoint signed by log key",
 		"Included: leaf",
-		"tool.requested", "attestation.signed", "policy.decided",
+		"tool.requested", "execution.completed", "request.decided",
 		"&lt;script&gt;window.__pwned=1&lt;/script&gt;",
 	} {
 		if !strings.Contains(body, want) {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/execledger/execledger/internal/contract"
 	"github.com/execledger/execledger/ledger"
 )
 
@@ -391,7 +392,8 @@ func (s *Server) decisions(r *http.Request, sess *session, id uuid.UUID) ([]deci
 	})
 }
 
-// signedEnvelope is an attestation.signed event's payload.
+// signedEnvelope is the attestation of an attestation.signed or
+// execution.completed event's payload.
 type signedEnvelope struct {
 	KeyID    string `json:"key_id"`
 	Envelope string `json:"envelope"`
@@ -414,7 +416,7 @@ func timeline(evs []ledger.StreamEvent) ([]timelineEvent, []ledger.StreamEvent, 
 		_ = json.Unmarshal(ev.Metadata, &m)
 		out = append(out, timelineEvent{Version: ev.Version, Type: ev.Type, RecordedAt: ev.RecordedAt, Position: ev.Position,
 			Leaf: ev.Leaf, Actor: m.Actor, Payload: prettyJSON(ev.Payload), Metadata: prettyJSON(ev.Metadata)})
-		if ev.Type == "attestation.signed" {
+		if contract.IsAttesting(ev.Type) {
 			var p signedEnvelope
 			if json.Unmarshal(ev.Payload, &p) == nil {
 				env = &p

@@ -50,32 +50,47 @@ var Events = []Event{
 	// A request's life, on its stream.
 	{Type: "tool.requested", Streams: []string{RequestPrefix}, Writers: []string{sqlAPI + "submit.sql"},
 		Required: []string{"request_id", "principal", "tool", "input", "input_digest", "run_id", "idempotency_key", "context", "context_bound"}},
+	// The compact grammar (issue 24): a claim, its authorization decision
+	// and, for a call that runs, the budget it is charged and the start of
+	// its execution, as one event; the call's outcome and its attestation
+	// as another (execution.completed). The types they stand for
+	// (request.claimed, policy.decided, budget.consumed, execution.started;
+	// execution.finished + attestation.signed) keep their meaning: logs
+	// written before hold them, and every reader takes both grammars.
+	{Type: "request.decided", Streams: []string{RequestPrefix}, Writers: []string{"executor/claimer.go"}, Request: true,
+		Required: slices.Concat(claimFacts, decisionFacts, []string{"verdict"}),
+		// budget: {principal, run_id, used, max_calls} when the call is
+		// charged to its run; execution: {executor, attempt, tier,
+		// timeout_ms} when it starts (verdict "run").
+		Optional: slices.Concat(decisionOptional, []string{"budget", "execution"})},
+	{Type: "execution.completed", Streams: []string{RequestPrefix}, Writers: []string{"executor/completer.go"}, Request: true,
+		Required: slices.Concat(outcomeFacts, attestationFacts)},
+	// The full grammar.
 	{Type: "request.claimed", Streams: []string{RequestPrefix}, Writers: []string{sqlExecutor + "claim_requests.sql"},
-		Required: []string{"request_id", "executor", "claim_id", "attempt", "lease_expires_at"}},
-	{Type: "policy.decided", Streams: []string{RequestPrefix}, Writers: []string{"executor/claimer.go"}, Request: true,
-		Required: []string{"request_id", "stage", "decision", "action", "origin", "policy_digest", "determining_policies", "errors",
-			"reason_code", "sensitive", "approved"},
-		Optional: []string{"error_kind", "message", "skill", "tool_reason"}},
+		Required: claimFacts},
+	{Type: "policy.decided", Streams: []string{RequestPrefix}, Request: true,
+		Legacy: slices.Concat([]string{"request_id"}, decisionFacts, decisionOptional)},
 	{Type: "approval.requested", Streams: []string{RequestPrefix}, Writers: []string{"executor/claimer.go"}, Request: true,
 		Required: []string{"request_id", "tool", "input_digest", "reason", "expires_in_ms"}},
 	{Type: "approval.granted", Streams: []string{RequestPrefix}, Writers: []string{sqlAPI + "decide_approval.sql"},
 		Required: approvalDecision},
 	{Type: "approval.denied", Streams: []string{RequestPrefix}, Writers: []string{sqlAPI + "decide_approval.sql", "executor/rescuer.go"}, Request: true,
 		Required: approvalDecision},
-	{Type: "budget.consumed", Streams: []string{RequestPrefix}, Writers: []string{"executor/claimer.go"}, Request: true,
-		Required: []string{"request_id", "principal", "run_id", "used", "max_calls"}},
-	{Type: "execution.started", Streams: []string{RequestPrefix}, Writers: []string{"executor/claimer.go"}, Request: true,
-		Required: []string{"request_id", "executor", "attempt", "tier", "timeout_ms"}},
+	{Type: "budget.consumed", Streams: []string{RequestPrefix}, Request: true,
+		Legacy: []string{"request_id", "principal", "run_id", "used", "max_calls"}},
+	{Type: "execution.started", Streams: []string{RequestPrefix}, Request: true,
+		Legacy: []string{"request_id", "executor", "attempt", "tier", "timeout_ms"}},
+	// A cancelled call's outcome stays in the full grammar: its
+	// request.cancelled comes between it and its attestation.
 	{Type: "execution.finished", Streams: []string{RequestPrefix}, Writers: []string{"executor/completer.go"}, Request: true,
-		Required: []string{"request_id", "state", "error_kind", "error", "output", "executor", "attempt", "tier", "timed_out",
-			"exit_status", "resources", "enforcement"}},
+		Required: outcomeFacts},
 	{Type: "request.cancelled", Streams: []string{RequestPrefix}, Writers: []string{sqlAPI + "cancel.sql", "executor/completer.go"}, Request: true,
 		Required: []string{"request_id", "reason", "previous_state"}},
 	{Type: "lease.expired", Streams: []string{RequestPrefix}, Writers: []string{"executor/rescuer.go"}, Request: true,
 		Required: []string{"request_id", "executor", "claim_id", "rescued_by", "action", "started", "safe_to_repeat"},
 		Optional: []string{"state", "error_kind", "error", "tier"}},
 	{Type: "attestation.signed", Streams: []string{RequestPrefix}, Writers: []string{"executor/attestation.go"}, Request: true,
-		Required: []string{"request_id", "attestation_digest", "envelope", "key_id"}},
+		Required: slices.Concat([]string{"request_id"}, attestationFacts)},
 	// What a tool's call records, on its request's stream (channel.message
 	// on its channel's).
 	// A call's connections, on its request's stream; a background
@@ -150,6 +165,30 @@ var Events = []Event{
 	{Type: "projection.rebuilt", Streams: []string{ProjectionPrefix}, Writers: []string{sqlProjection + "projection_rebuild_swap.sql"},
 		Required: []string{"projection", "tx_id", "position", "rows", "started_at"}},
 }
+
+// The members the compact grammar's events share with the full grammar's.
+var (
+	// claimFacts: request.claimed's.
+	claimFacts = []string{"request_id", "executor", "claim_id", "attempt", "lease_expires_at"}
+	// decisionFacts and decisionOptional: policy.decided's, but its
+	// request_id.
+	decisionFacts = []string{"stage", "decision", "action", "origin", "policy_digest", "determining_policies", "errors",
+		"reason_code", "sensitive", "approved"}
+	decisionOptional = []string{"error_kind", "message", "skill", "tool_reason"}
+	// outcomeFacts: execution.finished's.
+	outcomeFacts = []string{"request_id", "state", "error_kind", "error", "output", "executor", "attempt", "tier", "timed_out",
+		"exit_status", "resources", "enforcement"}
+	// attestationFacts: attestation.signed's, but its request_id.
+	attestationFacts = []string{"attestation_digest", "envelope", "key_id"}
+)
+
+// Attesting lists the event types that carry a request's attestation
+// (attestation_digest, envelope, key_id).
+var Attesting = []string{"attestation.signed", "execution.completed"}
+
+// IsAttesting reports whether events of type t carry a request's
+// attestation.
+func IsAttesting(t string) bool { return slices.Contains(Attesting, t) }
 
 // approvalDecision is the one payload of approval.granted and
 // approval.denied, whoever decides: an approver (ledger.approve,

@@ -61,7 +61,8 @@ ORDER BY l.leaf_index`
 	// export fall back to older checkpoints, which hides what happened.
 	// The final outcomes are internal/bundle's: a policy denial, an
 	// approval denial, the execution's end, a cancellation, a lease expiry
-	// that did not requeue.
+	// that did not requeue; in the compact grammar (021) request.decided
+	// denies and execution.completed ends, attested by itself.
 	queryUnattested = `SELECT substr(e.stream, 9), e.type, l.leaf_index
 FROM ledger.log_leaves l
 CROSS JOIN LATERAL (
@@ -71,13 +72,13 @@ LEFT JOIN LATERAL (
     SELECT coalesce(al.leaf_index < $2, false) AS sealed
     FROM ledger.events a
     LEFT JOIN LATERAL (SELECT al.leaf_index FROM ledger.log_leaves al WHERE al.position = a.position LIMIT 1) al ON true
-    WHERE a.stream = e.stream AND a.type = 'attestation.signed'
+    WHERE a.stream = e.stream AND a.type IN ('attestation.signed', 'execution.completed')
     ORDER BY a.version DESC
     LIMIT 1) att ON true
 WHERE l.leaf_index >= $1 AND l.leaf_index < $2
   AND e.stream LIKE 'request:%'
-  AND (e.type IN ('approval.denied', 'execution.finished', 'request.cancelled')
-       OR e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny'
+  AND (e.type IN ('approval.denied', 'execution.finished', 'execution.completed', 'request.cancelled')
+       OR e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny'
        OR e.type = 'lease.expired' AND e.payload ->> 'action' IS DISTINCT FROM 'requeued')
   AND (NOT att.sealed
        OR att.sealed IS NULL AND e.recorded_at > clock_timestamp() - make_interval(secs => $3) AND NOT EXISTS (
@@ -102,7 +103,7 @@ ORDER BY size DESC LIMIT $3`
 	queryAttestationKeys = `SELECT DISTINCT e.payload ->> 'key_id'
 FROM ledger.events e
 JOIN ledger.log_leaves l ON l.position = e.position
-WHERE e.type = 'attestation.signed' AND e.stream LIKE 'request:%' AND l.leaf_index < $1
+WHERE e.type IN ('attestation.signed', 'execution.completed') AND e.stream LIKE 'request:%' AND l.leaf_index < $1
   AND e.payload ->> 'key_id' IS NOT NULL
 ORDER BY 1`
 
@@ -115,7 +116,7 @@ ORDER BY 1`
 	querySelectedLeaves = `WITH sel AS MATERIALIZED (
     SELECT r.id FROM ledger.requests r %s
 )
-SELECT l.leaf_index, CASE WHEN e.type = 'attestation.signed' THEN e.payload ->> 'envelope' END
+SELECT l.leaf_index, CASE WHEN e.type IN ('attestation.signed', 'execution.completed') THEN e.payload ->> 'envelope' END
 FROM sel
 CROSS JOIN LATERAL (SELECT e.position, e.type, e.payload FROM ledger.events e WHERE e.stream = 'request:' || sel.id::text OFFSET 0) e
 CROSS JOIN LATERAL (SELECT l.leaf_index FROM ledger.log_leaves l WHERE l.position = e.position LIMIT 1) l
@@ -166,7 +167,7 @@ LEFT JOIN LATERAL (
     SELECT e.payload ->> 'attestation_digest' AS digest,
            (SELECT l.leaf_index FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id) AS leaf_index
     FROM ledger.events e
-    WHERE e.stream = 'request:' || r.id::text AND e.type = 'attestation.signed'
+    WHERE e.stream = 'request:' || r.id::text AND e.type IN ('attestation.signed', 'execution.completed')
     ORDER BY e.version DESC
     LIMIT 1
 ) a ON true
@@ -187,7 +188,7 @@ JOIN LATERAL (
     SELECT e.payload ->> 'envelope' AS envelope, e.payload ->> 'attestation_digest' AS digest
     FROM ledger.events e
     JOIN ledger.log_leaves l ON l.position = e.position AND l.tx_id = e.tx_id AND l.leaf_index < $1
-    WHERE e.stream = 'request:' || r.id::text AND e.type = 'attestation.signed'
+    WHERE e.stream = 'request:' || r.id::text AND e.type IN ('attestation.signed', 'execution.completed')
     ORDER BY e.version DESC
     LIMIT 1
 ) a ON true
@@ -195,7 +196,7 @@ LEFT JOIN LATERAL (
     SELECT nullif((e.payload -> 'output')::jsonb, 'null'::jsonb) AS output
     FROM ledger.events e
     JOIN ledger.log_leaves l ON l.position = e.position AND l.tx_id = e.tx_id AND l.leaf_index < $1
-    WHERE e.stream = 'request:' || r.id::text AND e.type = 'execution.finished'
+    WHERE e.stream = 'request:' || r.id::text AND e.type IN ('execution.finished', 'execution.completed')
     ORDER BY e.version
     LIMIT 1
 ) f ON true

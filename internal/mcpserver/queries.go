@@ -21,7 +21,7 @@ ORDER BY t.tool_id`
 
 	// queryAttestation is the newest attestation envelope of a request's stream.
 	queryAttestation = `SELECT payload ->> 'envelope' FROM ledger.events
-WHERE stream = $1 AND type = 'attestation.signed' ORDER BY version DESC LIMIT 1`
+WHERE stream = $1 AND type IN ('attestation.signed', 'execution.completed') ORDER BY version DESC LIMIT 1`
 
 	// Tokens (migration 018).
 	queryTokenLogin  = `SELECT ledger.mcp_token_login($1)`

@@ -183,7 +183,8 @@ func Trail(ctx context.Context, db ledger.DBTX, id uuid.UUID) ([]TrailEvent, []U
 	return out, unsealed, nil
 }
 
-// NewestAttestation reads the last attestation.signed event's envelope:
+// NewestAttestation reads the last attestation's envelope (of an
+// attestation.signed or an execution.completed):
 // its key id and statement (the DSSE payload). Without the log it is the
 // digest alone, from the request row; nil when the request has none.
 func NewestAttestation(r *ledger.Request, evs []TrailEvent) *Attestation {
@@ -192,7 +193,7 @@ func NewestAttestation(r *ledger.Request, evs []TrailEvent) *Attestation {
 	}
 	a := &Attestation{Digest: *r.AttestationDigest}
 	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type != "attestation.signed" {
+		if !contract.IsAttesting(evs[i].Type) {
 			continue
 		}
 		// The event's payload: the key id and the DSSE envelope, as text.

@@ -26,7 +26,7 @@ var ErrNoRequest = errors.New("no such request")
 // Recorded is what the ledger holds of a request for its replay.
 type Recorded struct {
 	Input    []byte // tool.requested's input, as the tool got it
-	Envelope []byte // the last attestation.signed's DSSE envelope
+	Envelope []byte // the last attestation's DSSE envelope (attestation.signed or execution.completed)
 }
 
 // Read reads request id's input and its last attestation.
@@ -48,12 +48,12 @@ func Read(ctx context.Context, db ledger.DBTX, id uuid.UUID) (Recorded, error) {
 		switch {
 		case typ == "tool.requested" && input != nil:
 			rec.Input = []byte(*input)
-		case typ == "attestation.signed":
+		case contract.IsAttesting(typ):
 			var p struct {
 				Envelope string `json:"envelope"`
 			}
 			if err := json.Unmarshal([]byte(payload), &p); err != nil {
-				return Recorded{}, fmt.Errorf("attestation.signed: %w", err)
+				return Recorded{}, fmt.Errorf("%s: %w", typ, err)
 			}
 			rec.Envelope = []byte(p.Envelope)
 		}

@@ -23,7 +23,7 @@ BEGIN
                       HINT = 'executors record requests through ledger.executor_record, processes through ledger.process_start and ledger.process_record';
         END IF;
     END IF;
-    RETURN QUERY SELECT * FROM ledger.insert_events(streams, versions, types, payloads, metadatas);
+    RETURN QUERY SELECT i.position, i.hash FROM ledger.insert_events(streams, versions, types, payloads, metadatas) i;
 END $$;
 
 REVOKE ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) FROM PUBLIC;

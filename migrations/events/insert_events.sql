@@ -2,7 +2,7 @@
 -- tables had when they were made; CREATE OR REPLACE resets SET clauses,
 -- so the clause lives here, in the CREATE.
 
-CREATE OR REPLACE FUNCTION ledger.insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) RETURNS TABLE("position" bigint, hash bytea)
+CREATE OR REPLACE FUNCTION ledger.insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) RETURNS TABLE("position" bigint, hash bytea, recorded_at timestamp with time zone)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -49,7 +49,7 @@ BEGIN
     SELECT u.s, u.v, u.t, u.p::json, u.m::json
     FROM unnest(streams, versions, types, payloads, metadatas) WITH ORDINALITY AS u(s, v, t, p, m, ord)
     ORDER BY u.ord
-    RETURNING e.position, e.hash;
+    RETURNING e.position, e.hash, e.recorded_at;
 END $$;
 
 REVOKE ALL ON FUNCTION ledger.insert_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]) FROM PUBLIC;

@@ -1,18 +1,17 @@
 -- depends: events/is_int64.sql
 
-CREATE OR REPLACE FUNCTION ledger.usage_refusal(p_type text, p_payload text) RETURNS text
+CREATE OR REPLACE FUNCTION ledger.usage_refusal(p_type text, j jsonb) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    j   jsonb;
     bad text;
 BEGIN
-    IF p_type IS DISTINCT FROM 'execution.finished' AND p_type IS DISTINCT FROM 'egress.connection' THEN
+    IF p_type IS DISTINCT FROM 'execution.finished' AND p_type IS DISTINCT FROM 'execution.completed'
+       AND p_type IS DISTINCT FROM 'egress.connection' THEN
         RETURN NULL;
     END IF;
-    j := p_payload::jsonb;
-    IF p_type = 'execution.finished' THEN
+    IF p_type IN ('execution.finished', 'execution.completed') THEN
         IF coalesce(jsonb_typeof(j -> 'resources'), 'null') = 'null' THEN
             RETURN NULL;
         END IF;
@@ -34,6 +33,21 @@ BEGIN
         RETURN bad || ' must be an integer';
     END IF;
     RETURN NULL;
+END $$;
+
+REVOKE ALL ON FUNCTION ledger.usage_refusal(p_type text, j jsonb) FROM PUBLIC;
+
+-- The same for a payload as text, parsed only for the types checked.
+CREATE OR REPLACE FUNCTION ledger.usage_refusal(p_type text, p_payload text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_type IS DISTINCT FROM 'execution.finished' AND p_type IS DISTINCT FROM 'execution.completed'
+       AND p_type IS DISTINCT FROM 'egress.connection' THEN
+        RETURN NULL;
+    END IF;
+    RETURN ledger.usage_refusal(p_type, p_payload::jsonb);
 END $$;
 
 REVOKE ALL ON FUNCTION ledger.usage_refusal(p_type text, p_payload text) FROM PUBLIC;

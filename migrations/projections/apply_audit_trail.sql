@@ -1,7 +1,9 @@
 -- depends: events/events_between.sql
 
 -- audit_trail: decisions and outcomes, with the request's principal, tool
--- and run from its tool.requested.
+-- and run from its tool.requested, in either grammar (021): request.decided
+-- is a decision (and a denial's outcome), execution.completed an outcome
+-- with its own attestation.
 
 CREATE OR REPLACE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
@@ -11,8 +13,8 @@ DECLARE
     v ledger.projected_event[];
 BEGIN
     v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                   ARRAY['policy.decided', 'approval.granted', 'approval.denied', 'execution.finished',
-                         'request.cancelled', 'lease.expired', 'attestation.signed']) e
+                   ARRAY['request.decided', 'policy.decided', 'approval.granted', 'approval.denied', 'execution.finished',
+                         'execution.completed', 'request.cancelled', 'lease.expired', 'attestation.signed']) e
                WHERE e.stream LIKE 'request:%'
                ORDER BY e.tx_id, e.position);
     IF cardinality(v) = 0 THEN
@@ -21,46 +23,52 @@ BEGIN
 
     INSERT INTO audit_trail (position, tx_id, recorded_at, kind, event_type, request_id, principal, tool, run_id, attempt,
                              decision, stage, reason_code, determining_policies, policy_digest, approver, state, tier,
-                             error_kind, resources, output_bytes, request_position)
+                             error_kind, resources, output_bytes, request_position, attestation_digest, attestation_position)
     SELECT e.position, e.tx_id, e.recorded_at, k.kind, e.type, substr(e.stream, 9)::uuid,
            r.payload ->> 'principal', r.payload ->> 'tool', r.payload ->> 'run_id', (e.payload ->> 'attempt')::int,
            CASE WHEN k.kind = 'decision' THEN
                CASE e.type WHEN 'policy.decided' THEN e.payload ->> 'decision'
+                           WHEN 'request.decided' THEN e.payload ->> 'decision'
                            WHEN 'approval.granted' THEN 'approved'
                            WHEN 'approval.denied' THEN 'denied' END END,
-           CASE WHEN e.type = 'policy.decided' THEN e.payload ->> 'stage'
+           CASE WHEN e.type IN ('policy.decided', 'request.decided') THEN e.payload ->> 'stage'
                 WHEN e.type LIKE 'approval.%' THEN 'approval' END,
-           CASE WHEN e.type IN ('policy.decided', 'approval.granted', 'approval.denied') THEN e.payload ->> 'reason_code' END,
-           CASE WHEN e.type = 'policy.decided' AND jsonb_typeof(e.payload -> 'determining_policies') = 'array'
+           CASE WHEN e.type IN ('policy.decided', 'request.decided', 'approval.granted', 'approval.denied') THEN e.payload ->> 'reason_code' END,
+           CASE WHEN e.type IN ('policy.decided', 'request.decided') AND jsonb_typeof(e.payload -> 'determining_policies') = 'array'
                 THEN ARRAY(SELECT jsonb_array_elements_text(e.payload -> 'determining_policies')) END,
-           CASE WHEN e.type = 'policy.decided' THEN e.payload ->> 'policy_digest' END,
+           CASE WHEN e.type IN ('policy.decided', 'request.decided') THEN e.payload ->> 'policy_digest' END,
            CASE WHEN e.type LIKE 'approval.%' THEN e.payload ->> 'approver' END,
            CASE WHEN k.kind = 'outcome' THEN
                CASE e.type WHEN 'execution.finished' THEN e.payload ->> 'state'
+                           WHEN 'execution.completed' THEN e.payload ->> 'state'
                            WHEN 'lease.expired' THEN CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END
                            WHEN 'request.cancelled' THEN 'cancelled'
                            ELSE 'denied' END END,
-           CASE WHEN e.type IN ('execution.finished', 'lease.expired') THEN e.payload ->> 'tier' END,
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed', 'lease.expired') THEN e.payload ->> 'tier' END,
            CASE e.type WHEN 'policy.decided' THEN e.payload ->> 'error_kind'
+                       WHEN 'request.decided' THEN e.payload ->> 'error_kind'
                        WHEN 'approval.denied' THEN 'approval_denied'
                        WHEN 'execution.finished' THEN e.payload ->> 'error_kind'
+                       WHEN 'execution.completed' THEN e.payload ->> 'error_kind'
                        WHEN 'request.cancelled' THEN 'cancelled'
                        WHEN 'lease.expired' THEN coalesce(e.payload ->> 'error_kind',
                            CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'outcome_unknown' END) END,
-           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'resources') = 'object'
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') AND jsonb_typeof(e.payload -> 'resources') = 'object'
                 THEN (e.payload -> 'resources')::jsonb END,
-           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
                 THEN octet_length((e.payload -> 'output')::text) END,
-           r.position
+           r.position,
+           CASE WHEN e.type = 'execution.completed' THEN e.payload ->> 'attestation_digest' END,
+           CASE WHEN e.type = 'execution.completed' THEN e.position END
     FROM unnest(v) e
     -- A stream without its tool.requested leaves principal NULL: the
     -- insert fails, naming the column, rather than skip the event.
     LEFT JOIN ledger.events r ON r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
     CROSS JOIN LATERAL (
-        SELECT 'decision' AS kind WHERE e.type IN ('policy.decided', 'approval.granted', 'approval.denied')
+        SELECT 'decision' AS kind WHERE e.type IN ('policy.decided', 'request.decided', 'approval.granted', 'approval.denied')
         UNION ALL
-        SELECT 'outcome' WHERE e.type IN ('execution.finished', 'approval.denied')
-            OR (e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny')
+        SELECT 'outcome' WHERE e.type IN ('execution.finished', 'execution.completed', 'approval.denied')
+            OR (e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny')
             OR (e.type = 'lease.expired' AND e.payload ->> 'action' <> 'requeued')
             OR (e.type = 'request.cancelled' AND e.payload ->> 'previous_state' IS DISTINCT FROM 'running')
     ) k

@@ -1,5 +1,10 @@
 -- depends: events/events_between.sql
 
+-- quota_usage and its per-run, per-reason and per-bucket tables, in either
+-- grammar (021): request.decided counts as policy.decided (and, with a
+-- budget member, as budget.consumed), execution.completed as
+-- execution.finished.
+
 CREATE OR REPLACE FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
@@ -12,33 +17,35 @@ BEGIN
     SELECT ROW(coalesce(o.payload ->> 'principal', e.payload ->> 'principal'),
            coalesce(o.payload ->> 'run_id', e.payload ->> 'run_id'),
            e.recorded_at,
-           CASE WHEN e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny' THEN coalesce(e.payload ->> 'error_kind', 'policy_denied')
+           CASE WHEN e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny' THEN coalesce(e.payload ->> 'error_kind', 'policy_denied')
                 WHEN e.type = 'approval.denied' THEN 'approval_denied' END,
            (e.type = 'tool.requested')::int,
-           (e.type = 'policy.decided' AND e.payload ->> 'decision' = 'allow' AND e.payload ->> 'stage' = 'allow')::int,
-           ((e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny') OR e.type = 'approval.denied')::int,
-           (e.type = 'policy.decided' AND e.payload ->> 'decision' = 'deny' AND e.payload ->> 'error_kind' = 'budget_exhausted')::int,
-           (e.type = 'execution.finished')::int,
-           (e.type = 'execution.finished' AND e.payload ->> 'state' IS DISTINCT FROM 'succeeded')::int,
-           CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'fuel_used')::bigint, 0) ELSE 0 END,
-           CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'cpu_ms')::bigint,
+           (e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'allow' AND e.payload ->> 'stage' = 'allow')::int,
+           ((e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny') OR e.type = 'approval.denied')::int,
+           (e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny' AND e.payload ->> 'error_kind' = 'budget_exhausted')::int,
+           (e.type IN ('execution.finished', 'execution.completed'))::int,
+           (e.type IN ('execution.finished', 'execution.completed') AND e.payload ->> 'state' IS DISTINCT FROM 'succeeded')::int,
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN coalesce((e.payload -> 'resources' ->> 'fuel_used')::bigint, 0) ELSE 0 END,
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN coalesce((e.payload -> 'resources' ->> 'cpu_ms')::bigint,
                coalesce((e.payload -> 'resources' ->> 'cpu_user_ms')::bigint, 0) + coalesce((e.payload -> 'resources' ->> 'cpu_sys_ms')::bigint, 0)) ELSE 0 END,
-           CASE WHEN e.type = 'execution.finished' THEN coalesce((e.payload -> 'resources' ->> 'wall_ms')::bigint, 0) ELSE 0 END,
-           CASE WHEN e.type = 'execution.finished' AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN coalesce((e.payload -> 'resources' ->> 'wall_ms')::bigint, 0) ELSE 0 END,
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
                 THEN octet_length((e.payload -> 'output')::text) ELSE 0 END,
            (e.type = 'egress.connection' AND (e.payload ->> 'allowed')::boolean)::int,
            (e.type = 'egress.connection' AND NOT (e.payload ->> 'allowed')::boolean)::int,
            CASE WHEN e.type = 'egress.connection' THEN coalesce((e.payload ->> 'bytes_up')::bigint, 0) + coalesce((e.payload ->> 'bytes_down')::bigint, 0) ELSE 0 END,
            CASE WHEN e.type = 'run.budget_set' THEN (e.payload ->> 'max_calls')::int END,
-           (e.type = 'budget.consumed')::int,
+           (e.type = 'budget.consumed' OR (e.type = 'request.decided' AND e.payload ? 'budget'))::int,
            CASE WHEN e.type = 'run.ended' THEN e.recorded_at END,
            e.version,
            e.type IN ('run.budget_set', 'run.ended'))::ledger.quota_fact
     FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                               ARRAY['tool.requested', 'policy.decided', 'approval.denied', 'execution.finished',
-                                     'egress.connection', 'run.budget_set', 'run.ended', 'budget.consumed']) e
+                               ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.denied',
+                                     'execution.finished', 'execution.completed', 'egress.connection', 'run.budget_set',
+                                     'run.ended', 'budget.consumed']) e
     LEFT JOIN ledger.events o
-           ON o.version = 1 AND o.stream = e.stream AND e.type IN ('policy.decided', 'approval.denied', 'execution.finished',
+           ON o.version = 1 AND o.stream = e.stream AND e.type IN ('request.decided', 'policy.decided', 'approval.denied',
+                                                                   'execution.finished', 'execution.completed',
                                                                    'egress.connection', 'budget.consumed')
               AND (e.stream LIKE 'request:%' OR e.stream LIKE 'process:%')
     WHERE e.type IN ('tool.requested', 'run.budget_set', 'run.ended') OR o.stream IS NOT NULL);

@@ -1,7 +1,10 @@
 -- depends: events/events_between.sql
 -- depends: events/events_in_tx.sql
 
--- requests: ledger.request_status, from the request:<id> streams.
+-- requests: ledger.request_status, from the request:<id> streams, in
+-- either grammar (021): request.decided is policy.decided and, when it
+-- runs, execution.started; execution.completed is execution.finished and
+-- attestation.signed.
 --
 -- A final state (succeeded, failed, denied, cancelled) is sticky: the
 -- first final event decides the outcome and finished_at, and nothing after
@@ -22,16 +25,16 @@ DECLARE
 BEGIN
     IF p_from_tx = p_to_tx THEN
         v := ARRAY(SELECT e FROM ledger.events_in_tx(p_from_tx, p_from_pos, p_to_pos,
-                       ARRAY['tool.requested', 'policy.decided', 'approval.requested', 'approval.granted', 'approval.denied',
-                             'execution.started', 'execution.finished', 'request.cancelled', 'lease.expired',
-                             'attestation.signed']) e
+                       ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.requested', 'approval.granted',
+                             'approval.denied', 'execution.started', 'execution.finished', 'execution.completed',
+                             'request.cancelled', 'lease.expired', 'attestation.signed']) e
                    WHERE e.stream LIKE 'request:%'
                    ORDER BY e.position);
     ELSE
         v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                       ARRAY['tool.requested', 'policy.decided', 'approval.requested', 'approval.granted', 'approval.denied',
-                             'execution.started', 'execution.finished', 'request.cancelled', 'lease.expired',
-                             'attestation.signed']) e
+                       ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.requested', 'approval.granted',
+                             'approval.denied', 'execution.started', 'execution.finished', 'execution.completed',
+                             'request.cancelled', 'lease.expired', 'attestation.signed']) e
                    WHERE e.stream LIKE 'request:%'
                    ORDER BY e.tx_id, e.position);
     END IF;
@@ -58,42 +61,48 @@ BEGIN
         SELECT substr(e.stream, 9)::uuid AS id, e.version, e.recorded_at, x.state,
                x.state IN ('succeeded', 'failed', 'denied', 'cancelled') AS final,
                x.error_kind, x.error, x.output, x.tier,
-               CASE WHEN e.type = 'attestation.signed' THEN e.payload ->> 'attestation_digest' END AS attestation
+               CASE WHEN e.type IN ('attestation.signed', 'execution.completed') THEN e.payload ->> 'attestation_digest' END AS attestation
         FROM unnest(v) e
         CROSS JOIN LATERAL (
             SELECT CASE e.type
+                       WHEN 'request.decided' THEN CASE e.payload ->> 'verdict' WHEN 'deny' THEN 'denied' WHEN 'run' THEN 'running' END
                        WHEN 'policy.decided' THEN CASE WHEN e.payload ->> 'decision' = 'deny' THEN 'denied' END
                        WHEN 'approval.requested' THEN 'awaiting_approval'
                        WHEN 'approval.granted' THEN 'pending'
                        WHEN 'approval.denied' THEN 'denied'
                        WHEN 'execution.started' THEN 'running'
                        WHEN 'execution.finished' THEN e.payload ->> 'state'
+                       WHEN 'execution.completed' THEN e.payload ->> 'state'
                        WHEN 'request.cancelled' THEN 'cancelled'
                        WHEN 'lease.expired' THEN CASE e.payload ->> 'action' WHEN 'requeued' THEN 'pending'
                                                                              WHEN 'cancelled' THEN 'cancelled'
                                                                              ELSE 'failed' END
                    END AS state,
                    CASE e.type
+                       WHEN 'request.decided' THEN e.payload ->> 'error_kind'
                        WHEN 'policy.decided' THEN e.payload ->> 'error_kind'
                        WHEN 'approval.denied' THEN 'approval_denied'
                        WHEN 'execution.finished' THEN e.payload ->> 'error_kind'
+                       WHEN 'execution.completed' THEN e.payload ->> 'error_kind'
                        WHEN 'request.cancelled' THEN 'cancelled'
                        WHEN 'lease.expired' THEN coalesce(e.payload ->> 'error_kind',
                            CASE e.payload ->> 'action' WHEN 'cancelled' THEN 'cancelled' ELSE 'outcome_unknown' END)
                    END AS error_kind,
                    CASE e.type
+                       WHEN 'request.decided' THEN e.payload ->> 'message'
                        WHEN 'policy.decided' THEN e.payload ->> 'message'
                        WHEN 'approval.denied' THEN coalesce(e.payload ->> 'error',
                            CASE WHEN e.payload ->> 'approver' IS NOT NULL
                                 THEN 'approval denied by ' || (e.payload ->> 'approver') || coalesce(': ' || (e.payload ->> 'note'), '')
                                 ELSE 'no approval within ' || coalesce(e.payload ->> 'timeout_ms', '?') || ' ms' END)
                        WHEN 'execution.finished' THEN e.payload ->> 'error'
+                       WHEN 'execution.completed' THEN e.payload ->> 'error'
                        WHEN 'request.cancelled' THEN 'cancelled by ' || coalesce(e.metadata ->> 'actor', 'unknown')
                                                      || coalesce(': ' || (e.payload ->> 'reason'), '')
                        WHEN 'lease.expired' THEN e.payload ->> 'error'
                    END AS error,
-                   CASE WHEN e.type = 'execution.finished' THEN nullif((e.payload -> 'output')::jsonb, 'null'::jsonb) END AS output,
-                   CASE WHEN e.type IN ('execution.finished', 'lease.expired') THEN e.payload ->> 'tier' END AS tier
+                   CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN nullif((e.payload -> 'output')::jsonb, 'null'::jsonb) END AS output,
+                   CASE WHEN e.type IN ('execution.finished', 'execution.completed', 'lease.expired') THEN e.payload ->> 'tier' END AS tier
         ) x
         WHERE e.type <> 'tool.requested'
     ), ids AS (

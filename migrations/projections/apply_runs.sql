@@ -2,7 +2,8 @@
 -- depends: events/events_in_tx.sql
 
 -- runs: ledger.runs (budgets), from run:<principal>/<run_id> streams
--- (run.budget_set, run.ended) and budget.consumed. The principal and run
+-- (run.budget_set, run.ended) and budget.consumed, or request.decided
+-- with a budget member (021). The principal and run
 -- of a budget.consumed are its request's, read from tool.requested, never
 -- from the event itself.
 
@@ -15,23 +16,25 @@ DECLARE
 BEGIN
     IF p_from_tx = p_to_tx THEN
         v := ARRAY(SELECT e FROM ledger.events_in_tx(p_from_tx, p_from_pos, p_to_pos,
-                                                     ARRAY['run.budget_set', 'run.ended', 'budget.consumed']) e);
+                                                     ARRAY['run.budget_set', 'run.ended', 'budget.consumed', 'request.decided']) e
+                   WHERE e.type <> 'request.decided' OR e.payload ? 'budget');
     ELSE
         v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                                                       ARRAY['run.budget_set', 'run.ended', 'budget.consumed']) e);
+                                                       ARRAY['run.budget_set', 'run.ended', 'budget.consumed', 'request.decided']) e
+                   WHERE e.type <> 'request.decided' OR e.payload ? 'budget');
     END IF;
     IF cardinality(v) = 0 THEN
         RETURN 0;
     END IF;
     WITH ev AS MATERIALIZED (
-        SELECT e.type, e.version, e.recorded_at,
-               CASE WHEN e.type = 'budget.consumed' THEN r.payload ->> 'principal' ELSE e.payload ->> 'principal' END AS principal,
-               CASE WHEN e.type = 'budget.consumed' THEN r.payload ->> 'run_id' ELSE e.payload ->> 'run_id' END AS run_id,
+        SELECT CASE WHEN e.type = 'request.decided' THEN 'budget.consumed' ELSE e.type END AS type, e.version, e.recorded_at,
+               CASE WHEN e.type IN ('budget.consumed', 'request.decided') THEN r.payload ->> 'principal' ELSE e.payload ->> 'principal' END AS principal,
+               CASE WHEN e.type IN ('budget.consumed', 'request.decided') THEN r.payload ->> 'run_id' ELSE e.payload ->> 'run_id' END AS run_id,
                (e.payload ->> 'max_calls')::int AS max_calls
         FROM unnest(v) e
-        LEFT JOIN ledger.events r ON e.type = 'budget.consumed' AND r.stream = e.stream AND r.version = 1
-        WHERE (e.type = 'budget.consumed' AND e.stream LIKE 'request:%')
-           OR (e.type <> 'budget.consumed' AND e.stream = 'run:' || (e.payload ->> 'principal') || '/' || (e.payload ->> 'run_id'))
+        LEFT JOIN ledger.events r ON e.type IN ('budget.consumed', 'request.decided') AND r.stream = e.stream AND r.version = 1
+        WHERE (e.type IN ('budget.consumed', 'request.decided') AND e.stream LIKE 'request:%')
+           OR (e.type NOT IN ('budget.consumed', 'request.decided') AND e.stream = 'run:' || (e.payload ->> 'principal') || '/' || (e.payload ->> 'run_id'))
     ), agg AS (
         SELECT principal, run_id,
                (array_agg(max_calls ORDER BY version DESC) FILTER (WHERE type = 'run.budget_set'))[1] AS max_calls,
