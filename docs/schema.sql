@@ -951,11 +951,6 @@ BEGIN
         RAISE EXCEPTION '%: principal % submitted request % and may not decide its approval', v_op, v_principal, p_request_id
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    v_digest := 'sha256:' || encode(v_req.input_digest, 'hex');
-    IF p_digest IS NOT NULL AND p_digest <> v_digest THEN
-        RAISE EXCEPTION '%: request % has input %, not the % that was approved', v_op, p_request_id, v_digest, p_digest
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     SELECT q.state, q.stream_version, q.approved_digest, q.trace_id, q.trace_span_id INTO v_q FROM ledger.queue q WHERE q.id = p_request_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION '%: request % has already ended (%)', v_op, p_request_id, v_req.state
@@ -969,6 +964,13 @@ BEGIN
     IF v_q.state = 'pending' AND v_q.approved_digest IS NOT DISTINCT FROM v_req.input_digest THEN
         RAISE EXCEPTION '%: request % is approved already', v_op, p_request_id
             USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    -- The digest after the state: a request that may no longer be decided
+    -- says so, whatever digest the approver gave.
+    v_digest := 'sha256:' || encode(v_req.input_digest, 'hex');
+    IF p_digest IS NOT NULL AND p_digest <> v_digest THEN
+        RAISE EXCEPTION '%: request % has input %, not the % that was approved', v_op, p_request_id, v_digest, p_digest
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
     INSERT INTO ledger.events (stream, version, type, payload, metadata)

@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/execledger/execledger/internal/contract"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -86,8 +87,23 @@ func sqlError(op string, err error) error {
 	default:
 		return fmt.Errorf("ledger: %s: %w", op, err)
 	}
-	return fmt.Errorf("ledger: %s: %w: %s", op, kind, pgErr.Message)
+	// The API's functions begin their messages with their own name
+	// ("ledger.submit: tool must be …"), which op already says.
+	msg := strings.TrimPrefix(pgErr.Message, "ledger."+strings.ReplaceAll(op, " ", "_")+": ")
+	return &apiError{msg: fmt.Sprintf("ledger: %s: %s: %s", op, kind, msg), kind: kind, pg: pgErr}
 }
+
+// apiError is a refusal of the SQL API: errors.Is selects its kind, and
+// errors.As still finds the database's error (its SQLSTATE, its hint).
+type apiError struct {
+	msg  string
+	kind error
+	pg   *pgconn.PgError
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func (e *apiError) Unwrap() []error { return []error{e.kind, e.pg} }
 
 // IsRetryable reports whether err is a serialization failure or deadlock
 // (SQLSTATE 40001, 40P01): the transaction may succeed if run again.

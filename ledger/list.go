@@ -21,6 +21,16 @@ type ListParams struct {
 	// Limit is the most requests returned, newest first: 50 when zero, at
 	// most 1,000.
 	Limit int
+	// After continues a listing past the last request of its previous
+	// page (nil: from the newest): only requests after it in the order,
+	// submitted earlier or at the same time with a smaller id.
+	After *ListCursor
+}
+
+// ListCursor is where a listing continues: a request's submitted_at and id.
+type ListCursor struct {
+	SubmittedAt time.Time
+	ID          uuid.UUID
 }
 
 // MaxListLimit bounds ListParams.Limit.
@@ -32,6 +42,7 @@ FROM ledger.requests
 WHERE ($1 = '' OR state = $1) AND ($2 = '' OR principal = $2) AND ($3 = '' OR tool = $3)
   AND ($4 = '' OR run_id = $4) AND ($5::timestamptz IS NULL OR submitted_at >= $5)
   AND ($6::timestamptz IS NULL OR submitted_at < $6)
+  AND ($8::timestamptz IS NULL OR (submitted_at, id) < ($8, $9::uuid))
 ORDER BY submitted_at DESC, id DESC
 LIMIT $7`
 
@@ -47,8 +58,13 @@ func (c *Client) List(ctx context.Context, p ListParams) ([]Request, error) {
 	if p.State != "" && !p.State.Valid() {
 		return nil, fmt.Errorf("ledger: list: %w: no state %q", ErrInvalidInput, p.State)
 	}
+	var afterAt *time.Time
+	var afterID *uuid.UUID
+	if p.After != nil {
+		afterAt, afterID = &p.After.SubmittedAt, &p.After.ID
+	}
 	rows, err := c.pool.Query(ctx, queryListRequests, pgx.QueryExecModeExec, string(p.State), p.Principal, p.Tool, p.RunID,
-		nullTime(p.Since), nullTime(p.Until), p.Limit)
+		nullTime(p.Since), nullTime(p.Until), p.Limit, afterAt, afterID)
 	if err != nil {
 		return nil, sqlError("list", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -30,6 +31,8 @@ type env struct {
 	json bool
 	// config is --config, the configuration file; default $EXECLEDGER_CONFIG.
 	config string
+	// login is who the command connected as (checkDatabase), for errors.
+	login login
 }
 
 // run runs the command line args and returns the exit code. Commands
@@ -121,7 +124,7 @@ Exit codes: 0 done, 1 error, 2 usage, 3 not ok, 4 timeout, 5 not found, 6 not fa
 	root.AddCommand(newVersionCmd(e))
 	root.SetHelpCommand(newHelpCmd(root))
 	initCompletionCmd(root)
-	finishTree(root)
+	e.finishTree(root)
 	return root
 }
 
@@ -167,6 +170,13 @@ func openPool(ctx context.Context, cfg config.Config, opts ...func(*pgxpool.Conf
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
+		// The server's refusal (no such role, a wrong password) is the
+		// cause; an earlier attempt's failure, such as sslmode=prefer's
+		// refused TLS, only hides it.
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			err = pgErr
+		}
 		return nil, fmt.Errorf("connect to %s: %w", redactURL(cfg.Database.URL), err)
 	}
 	return pool, nil

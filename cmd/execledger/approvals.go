@@ -33,28 +33,38 @@ request only while it waits for approval.`,
   execledger approve 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --input-digest sha256:9f86d0…`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 || limit > ledger.MaxAwaitingLimit {
-				return fail(exitUsage, "--limit %d is not between 1 and %d", limit, ledger.MaxAwaitingLimit)
+			if limit < 0 {
+				return fail(exitUsage, "approvals: --limit: %d is negative (0 means no limit)", limit)
 			}
 			return withReader(cmd.Context(), e, func(c *ledger.Client, _ *pgxpool.Pool) error {
 				return listApprovals(cmd.Context(), e, c, limit)
 			})
 		},
 	}
-	cmd.Flags().IntVar(&limit, "limit", 200, fmt.Sprintf("at most `N` requests (1 to %d)", ledger.MaxAwaitingLimit))
+	cmd.Flags().IntVar(&limit, "limit", 200, limitFlagHelp("requests, the oldest", 200))
 	e.jsonFlag(cmd, "print a JSON array")
 	e.configFlag(cmd)
 	return cmd
 }
 
 func listApprovals(ctx context.Context, e *env, c *ledger.Client, limit int) error {
-	rows, err := c.AwaitingApproval(ctx, limit)
+	// 0 is no limit: as many as ledger.awaiting_approval returns at once,
+	// and a note when that many wait.
+	ask := limit
+	if ask == 0 || ask > ledger.MaxAwaitingLimit {
+		ask = ledger.MaxAwaitingLimit
+	}
+	rows, err := c.AwaitingApproval(ctx, ask)
 	if errors.Is(err, ledger.ErrNotPermitted) {
 		return fail(exitError, "%v (listing what waits for approval needs ledger_approver, ledger_auditor or ledger_admin; "+
 			"a submitter sees its own waiting requests with execledger requests list --state awaiting_approval)", err)
 	}
 	if err != nil {
 		return fail(exitError, "%v", err)
+	}
+	if len(rows) == ledger.MaxAwaitingLimit && limit != ledger.MaxAwaitingLimit {
+		fmt.Fprintf(e.io.err, "note: the oldest %d requests that wait are listed; ledger.awaiting_approval returns at most that many at once, and more may wait\n",
+			ledger.MaxAwaitingLimit)
 	}
 	if e.json {
 		if rows == nil {

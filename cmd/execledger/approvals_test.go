@@ -134,7 +134,18 @@ func TestApproverSeesWhatItApproves(t *testing.T) {
 	if r := execute(t, approver, "", "requests", "show", waiting.String()); r.code != exitOK || strings.Contains(r.stdout, `"ms": 7`) {
 		t.Fatalf("show of the approved request as the approver: %+v", r)
 	}
-	if r := execute(t, approver, "", "approvals", "--limit", "0"); r.code != exitUsage {
-		t.Fatalf("approvals --limit 0: %+v", r)
+	if r := execute(t, approver, "", "approvals", "--limit", "-1"); r.code != exitUsage {
+		t.Fatalf("approvals --limit -1: %+v", r)
+	}
+	// --limit 0 is no limit, as everywhere; 1 the oldest.
+	second := submitID(t, e.alice, "sleep", `{"ms":8}`)
+	third := submitID(t, e.alice, "sleep", `{"ms":9}`)
+	waitState(t, e.alice, third, ledger.StateAwaitingApproval)
+	waitState(t, e.alice, second, ledger.StateAwaitingApproval)
+	for limit, want := range map[string]int{"0": 2, "1": 1} {
+		r := execute(t, approver, "", "approvals", "--limit", limit, "--json")
+		if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &rows) != nil || len(rows) != want || rows[0].ID != second {
+			t.Errorf("approvals --limit %s: %+v", limit, r)
+		}
 	}
 }

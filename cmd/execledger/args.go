@@ -61,8 +61,8 @@ func quoteArgs(args []string) string {
 	return strings.Join(q, " ")
 }
 
-// connect loads the configuration and opens the database pool; the caller
-// closes the pool.
+// connect loads the configuration, opens the database pool and checks
+// the database (checkDatabase); the caller closes the pool.
 func (e *env) connect(ctx context.Context, cfgPath string) (config.Config, *pgxpool.Pool, error) {
 	cfg, err := e.loadConfig(cfgPath)
 	if err != nil {
@@ -70,6 +70,10 @@ func (e *env) connect(ctx context.Context, cfgPath string) (config.Config, *pgxp
 	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
+		return config.Config{}, nil, err
+	}
+	if err := e.checkDatabase(ctx, pool); err != nil {
+		pool.Close()
 		return config.Config{}, nil, err
 	}
 	return cfg, pool, nil
@@ -87,5 +91,21 @@ func (e *env) connectReader(ctx context.Context, cfgPath string) (config.Config,
 	if err != nil {
 		return config.Config{}, nil, err
 	}
+	if err := e.checkDatabase(ctx, pool); err != nil {
+		pool.Close()
+		return config.Config{}, nil, err
+	}
 	return cfg, pool, nil
+}
+
+// checkDatabase is what a command checks once connected: it notes the
+// login and its ledger roles (for explainDenial), then that the schema
+// is this binary's (checkSchema).
+func (e *env) checkDatabase(ctx context.Context, pool *pgxpool.Pool) error {
+	l, err := readLogin(ctx, pool)
+	if err != nil {
+		return err
+	}
+	e.login = l
+	return checkSchemaAs(ctx, pool, l)
 }

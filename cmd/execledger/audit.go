@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,8 +26,9 @@ func newAuditCmd(e *env) *cobra.Command {
 		Long: `Audit reads ledger.audit_trail in recorded_at, position order, as the login's row security
 shows it: auditors and admins every row, a submitter its own principal's.
 
---since (inclusive) and --until (exclusive) take an RFC 3339 time or a duration back from now
-(90m, 24h, 7d). It prints the earliest --limit rows, with a note on stderr when more match.`,
+--since (inclusive) and --until (exclusive) take an RFC 3339 time, a date (midnight UTC) or a
+duration ago (90m, 24h, 7d: --since 24h is the last day), as in requests list and export. It prints
+the earliest --limit rows (0: all), with a note on stderr when more match.`,
 		Example: `  execledger audit --since 24h
   execledger audit --principal alice --tool echo --limit 0 --json
   execledger audit --request 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80`,
@@ -46,10 +44,10 @@ shows it: auditors and admins every row, a submitter its own principal's.
 	fl := cmd.Flags()
 	fl.StringVar(&principal, "principal", "", "only this principal's rows")
 	fl.StringVar(&tool, "tool", "", "only this tool's rows")
-	fl.StringVar(&since, "since", "", "from this `TIME` on: RFC 3339, or a duration before now (90m, 24h, 7d)")
-	fl.StringVar(&until, "until", "", "before this `TIME`: RFC 3339, or a duration before now")
+	fl.StringVar(&since, "since", "", "from this `TIME` on: "+timeFlagHelp)
+	fl.StringVar(&until, "until", "", "before this `TIME` (as --since)")
 	fl.StringVar(&request, "request", "", "only this request's rows (its `ID`)")
-	fl.IntVar(&limit, "limit", 1000, "at most `N` rows, the earliest; 0: no limit")
+	fl.IntVar(&limit, "limit", 1000, limitFlagHelp("rows, the earliest", 1000))
 	e.jsonFlag(cmd, "print one JSON object per line")
 	e.configFlag(cmd)
 	return cmd
@@ -79,14 +77,8 @@ func runAudit(ctx context.Context, e *env, f audit.Filter) error {
 func auditFlags(now time.Time, principal, tool, since, until, request string, limit int) (audit.Filter, error) {
 	f := audit.Filter{Principal: principal, Tool: tool, Limit: limit}
 	var err error
-	if f.Since, err = parseTimeFlag(since, now); err != nil {
-		return f, fmt.Errorf("--since: %w", err)
-	}
-	if f.Until, err = parseTimeFlag(until, now); err != nil {
-		return f, fmt.Errorf("--until: %w", err)
-	}
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		return f, fmt.Errorf("--since %s is not before --until %s", f.Since.Format(time.RFC3339), f.Until.Format(time.RFC3339))
+	if f.Since, f.Until, err = timeRange(since, until, now); err != nil {
+		return f, err
 	}
 	if request != "" {
 		if f.Request, err = uuid.Parse(request); err != nil {
@@ -97,36 +89,6 @@ func auditFlags(now time.Time, principal, tool, since, until, request string, li
 		return f, fmt.Errorf("--limit: %d is negative (0 means no limit)", limit)
 	}
 	return f, nil
-}
-
-var errBadTime = errors.New("want an RFC 3339 time (2025-01-31T09:00:00Z) or a duration before now (90m, 24h, 7d)")
-
-// parseTimeFlag reads an RFC 3339 time, or a positive duration meaning
-// that long before now (Go's units, plus d for 24h); "" is the zero time.
-func parseTimeFlag(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	var d time.Duration
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n > 365*100 {
-			return time.Time{}, fmt.Errorf("%q: %w", s, errBadTime)
-		}
-		d = time.Duration(n) * 24 * time.Hour
-	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil {
-			return time.Time{}, fmt.Errorf("%q: %w", s, errBadTime)
-		}
-	}
-	if d <= 0 {
-		return time.Time{}, fmt.Errorf("%q: the duration must be positive (it counts back from now)", s)
-	}
-	return now.Add(-d), nil
 }
 
 // auditPrinter writes rows as JSON lines, or as a table it aligns at flush.

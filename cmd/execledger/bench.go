@@ -26,6 +26,8 @@ type benchFlags struct {
 	cpuProfile, traceFile       string
 	claimBatch, completeBatch   int
 	workSettings                map[string]string
+	privateCluster              string
+	pgSettings                  []string
 }
 
 func newBenchCmd(e *env) *cobra.Command {
@@ -65,6 +67,11 @@ it, --system river and both are usage errors. docs/benchmarks.md has the method.
 	fl.BoolVar(&f.keep, "keep", false, "keep the benchmark databases instead of dropping them")
 	fl.BoolVar(&f.noProjector, "no-projector", false, "run the executor without the read models' projection engine that serve runs beside it")
 	fl.BoolVar(&f.noSealer, "no-sealer", false, "run the executor without the Merkle log's sealer that serve runs beside it")
+	fl.StringVar(&f.privateCluster, "private-cluster", "",
+		"start a PostgreSQL server of the benchmark's own in `DIR` (initdb'd when empty; run as the postgres user when root) "+
+			"instead of DATABASE_URL's, and count its CPU per request")
+	fl.StringArrayVar(&f.pgSettings, "pg-setting", nil,
+		"with --private-cluster: a server setting `NAME=VALUE` (repeatable), e.g. autovacuum=off")
 	fl.DurationVar(&f.riverCooldown, "river-fetch-cooldown", bench.DefaultRiverFetchCooldown,
 		"River's FetchCooldown; River's own default, 100ms, caps a queue at 10 fetches a second")
 	e.configFlag(cmd)
@@ -104,6 +111,23 @@ func runBench(ctx context.Context, e *env, f benchFlags) error {
 	}
 	if e.json {
 		cfg.Progress = e.io.err
+	}
+	if len(f.pgSettings) > 0 && f.privateCluster == "" {
+		return fail(exitUsage, "--pg-setting needs --private-cluster")
+	}
+	for _, s := range f.pgSettings {
+		if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+			return fail(exitUsage, "--pg-setting %q: want NAME=VALUE", s)
+		}
+	}
+	if f.privateCluster != "" {
+		url, pid, stop, err := startBenchCluster(ctx, f.privateCluster, f.pgSettings, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cfg.AdminURL, cfg.PostmasterPID = url, pid
+		fmt.Fprintf(cfg.Progress, "private cluster %s (postmaster %d), settings %v\n", f.privateCluster, pid, f.pgSettings)
 	}
 	if cfg.AdminURL == "" {
 		return fail(exitError, "%v", errNoDatabase)

@@ -127,23 +127,28 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 }
 
 // finishTree gives every command of the tree the same handling: a typo
-// of a subcommand gets a suggestion, and an error a RunE returns that is
-// not a *cmdError is a failure (exitError). The plain errors that reach
-// printError are then cobra's own (flags, arguments): usage errors.
-func finishTree(c *cobra.Command) {
+// of a subcommand gets a suggestion, an error a RunE returns that is not
+// a *cmdError is a failure (exitError), and a refusal for lack of
+// privilege says which role the login lacks (explainDenial). The plain
+// errors that reach printError are then cobra's own (flags, arguments):
+// usage errors.
+func (e *env) finishTree(c *cobra.Command) {
 	c.SuggestionsMinimumDistance = 2
 	if run := c.RunE; run != nil {
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			err := run(cmd, args)
 			var ce *cmdError
 			if err != nil && !errors.As(err, &ce) {
-				return &cmdError{code: exitError, msg: err.Error()}
+				err = &cmdError{code: exitError, msg: err.Error(), err: err}
+			}
+			if err != nil {
+				err = explainDenial(cmd, e.login, err)
 			}
 			return err
 		}
 	}
 	for _, sub := range c.Commands() {
-		finishTree(sub)
+		e.finishTree(sub)
 	}
 }
 

@@ -157,7 +157,7 @@ func TestPlainErrors(t *testing.T) {
 	e := &env{io: &stdio{in: strings.NewReader(""), out: &strings.Builder{}, err: &errb}}
 	root := newRootCmd(e)
 	root.AddCommand(&cobra.Command{Use: "boom", RunE: func(*cobra.Command, []string) error { return errors.New("boom") }})
-	finishTree(root)
+	e.finishTree(root)
 	root.SetArgs([]string{"boom"})
 	cmd, err := root.ExecuteC()
 	if code := printError(&errb, cmd, err, false); code != exitError || errb.String() != "execledger: boom\n" {

@@ -50,7 +50,7 @@ sealer.note_key_file.pub when they exist). A listen address other than loopback 
 			if err != nil {
 				return fail(exitError, "%v", err)
 			}
-			if err := runConsole(cmd.Context(), cfg, keys, logger, nil); err != nil && cmd.Context().Err() == nil {
+			if err := runConsole(cmd.Context(), cfg, keys, logger, nil, nil); err != nil && cmd.Context().Err() == nil {
 				return fail(exitError, "%v", err)
 			}
 			return nil
@@ -61,9 +61,10 @@ sealer.note_key_file.pub when they exist). A listen address other than loopback 
 	return cmd
 }
 
-// runConsole serves the console until ctx ends; ready, when not nil, gets
-// its URL once it listens.
-func runConsole(ctx context.Context, cfg config.Config, keys console.Keys, logger *slog.Logger, ready func(url string)) error {
+// runConsole serves the console until ctx ends, on ln when it is not nil
+// (bound already), else on console.listen; ready, when not nil, gets its
+// URL once it listens.
+func runConsole(ctx context.Context, cfg config.Config, keys console.Keys, logger *slog.Logger, ready func(url string), ln net.Listener) error {
 	loginURL, err := cfg.ConsoleLoginURL()
 	if err != nil {
 		return err
@@ -79,7 +80,13 @@ func runConsole(ctx context.Context, cfg config.Config, keys console.Keys, logge
 	if err != nil {
 		return err
 	}
-	return srv.Serve(ctx, c.Listen, c.TLSCertFile, c.TLSKeyFile, func(a net.Addr) {
+	serveOn := func(ready func(net.Addr)) error {
+		if ln != nil {
+			return srv.ServeListener(ctx, ln, c.TLSCertFile, c.TLSKeyFile, ready)
+		}
+		return srv.Serve(ctx, c.Listen, c.TLSCertFile, c.TLSKeyFile, ready)
+	}
+	return serveOn(func(a net.Addr) {
 		scheme := "http"
 		if c.TLSCertFile != "" {
 			scheme = "https"

@@ -157,6 +157,12 @@ func runDev(ctx context.Context, e *env, withConsole bool) error {
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
+	ops, con, portNotes, err := devListeners(&cfg, config.Default())
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	svc.opsListener, svc.consoleListener = ops, con
+	defer closeListeners(ops, con) // serve closes them; this, if it never ran
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -214,6 +220,7 @@ func runDev(ctx context.Context, e *env, withConsole bool) error {
   execledger approve ID --input-digest DIGEST lets it run. %s
 Ctrl-C stops the service and the embedded database.
 `, v, cfg.Database.URL, where, devSensitive(cfg.Executor.Sensitive))
+	printDevPorts(e, cfg, portNotes)
 	if cfg.Console.Enabled {
 		svc.consoleReady = func(u string) {
 			fmt.Fprintf(e.io.out, "Console: %s  (sign in as demo_alice, demo_approver or demo_auditor", u)

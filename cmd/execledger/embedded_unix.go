@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/pgcluster"
@@ -48,4 +50,30 @@ func startEmbedded(ctx context.Context, cfg *config.Config, logger *slog.Logger,
 	logger.Info("embedded PostgreSQL", slog.String("data_dir", dir), slog.Int("port", cluster.Port()),
 		slog.String("log", cluster.LogFile()), slog.String("url_file", urlFile))
 	return cluster, urlFile, stop, nil
+}
+
+// startBenchCluster starts a PostgreSQL server of bench's own in dir
+// (initdb'd when empty) with settings ("name=value"), on a free port, and
+// returns its superuser URL, its postmaster's pid and how to stop it.
+func startBenchCluster(ctx context.Context, dir string, settings []string, logger *slog.Logger) (url string, pid int, stop func(), _ error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", 0, nil, fail(exitError, "--private-cluster: %v", err)
+	}
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: abs, Settings: settings,
+		Logger: logger.With(slog.String("component", "postgres"))})
+	if err != nil {
+		return "", 0, nil, fail(exitError, "--private-cluster: %v", err)
+	}
+	stop = func() {
+		if err := cluster.Stop(context.WithoutCancel(ctx)); err != nil {
+			logger.Error("stop the benchmark's PostgreSQL", slog.Any("error", err))
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(abs, "postmaster.pid"))
+	if err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		pid, _ = strconv.Atoi(strings.TrimSpace(line))
+	}
+	return cluster.URL("postgres"), pid, stop, nil
 }

@@ -12,3 +12,8 @@ import (
 func startEmbedded(context.Context, *config.Config, *slog.Logger, func()) (embeddedDB, string, func(), error) {
 	return nil, "", nil, fail(exitError, "execledger dev cannot start an embedded PostgreSQL on Windows; set DATABASE_URL (or [database] url) to a running server")
 }
+
+// startBenchCluster fails, as startEmbedded does.
+func startBenchCluster(context.Context, string, []string, *slog.Logger) (string, int, func(), error) {
+	return "", 0, nil, fail(exitError, "bench --private-cluster cannot start PostgreSQL on Windows")
+}

@@ -37,14 +37,24 @@ var exitKinds = map[int]string{
 type cmdError struct {
 	code int
 	msg  string
+	err  error // the first error fail formatted, for errors.As
 }
 
 func (e *cmdError) Error() string { return e.msg }
 
+func (e *cmdError) Unwrap() error { return e.err }
+
 // fail is the error a command returns to exit with code after telling the
-// user what went wrong.
+// user what went wrong. It wraps the first error among args.
 func fail(code int, format string, args ...any) error {
-	return &cmdError{code: code, msg: fmt.Sprintf(format, args...)}
+	ce := &cmdError{code: code, msg: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			ce.err = err
+			break
+		}
+	}
+	return ce
 }
 
 // exitCode is the error a command returns to exit with code without a

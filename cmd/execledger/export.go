@@ -52,8 +52,8 @@ still writes the bundle, names them on stderr and exits 3.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.request, "request", "", "only this request (its `ID`)")
 	fl.StringVar(&f.principal, "principal", "", "only this principal's requests")
-	fl.StringVar(&f.since, "since", "", "only requests submitted at or after this `TIME` (RFC 3339, or a duration before now: 24h, 7d)")
-	fl.StringVar(&f.until, "until", "", "only requests submitted before this `TIME`")
+	fl.StringVar(&f.since, "since", "", "only requests submitted at or after this `TIME`: "+timeFlagHelp)
+	fl.StringVar(&f.until, "until", "", "only requests submitted before this `TIME` (as --since)")
 	fl.DurationVar(&f.wait, "wait", export.DefaultWait, "how long to wait for a clean published checkpoint when the newest is not")
 	fl.StringVar(&f.out, "out", "", "the bundle `FILE` to write")
 	fl.BoolVar(&f.force, "force", false, "overwrite FILE if it exists")
@@ -99,6 +99,10 @@ func runExport(ctx context.Context, e *env, f exportFlags) error {
 		return fail(exitError, "%v", err)
 	}
 	printExportSummary(e.io.out, sum, f.out, n)
+	if sum.Events == 0 {
+		fmt.Fprintf(e.io.err, "export: WARNING: no request matched: the bundle holds no events, and execledger verify will call it empty "+
+			"(a duration counts back from now: --since 24h is the last day, --until 24h before it)\n")
+	}
 	if len(sum.Forged) > 0 {
 		fmt.Fprintf(e.io.err, "export: WARNING: ledger.events holds events below the sealed horizon that are not in the Merkle log "+
 			"(fault unsealed_event); they are not part of the record and not in the bundle:\n")
@@ -124,49 +128,47 @@ func exportScope(now time.Time, request, principal, since, until string) (bundle
 		s.Request = id.String()
 		return s, nil
 	}
-	t := func(v string) (*time.Time, error) {
-		tm, err := parseTimeFlag(v, now)
-		if err != nil || tm.IsZero() {
-			return nil, err
+	from, to, err := timeRange(since, until, now)
+	if err != nil {
+		return s, err
+	}
+	utc := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
 		}
-		tm = tm.UTC()
-		return &tm, nil
+		t = t.UTC()
+		return &t
 	}
-	var err error
-	if s.Since, err = t(since); err != nil {
-		return s, fmt.Errorf("--since: %w", err)
-	}
-	if s.Until, err = t(until); err != nil {
-		return s, fmt.Errorf("--until: %w", err)
-	}
-	if s.Since != nil && s.Until != nil && !s.Since.Before(*s.Until) {
-		return s, fmt.Errorf("--since %s is not before --until %s", s.Since.Format(time.RFC3339), s.Until.Format(time.RFC3339))
-	}
+	s.Since, s.Until = utc(from), utc(to)
 	s.Principal = principal
 	s.Full = principal == "" && s.Since == nil && s.Until == nil
 	return s, nil
 }
 
+// scopeText says what a bundle of scope s holds.
+func scopeText(s bundle.Scope) string {
+	switch {
+	case s.Request != "":
+		return "request " + s.Request
+	case s.Full:
+		return "the whole log"
+	}
+	var parts []string
+	if s.Principal != "" {
+		parts = append(parts, "principal "+s.Principal)
+	}
+	if s.Since != nil {
+		parts = append(parts, "submitted from "+s.Since.Format(time.RFC3339))
+	}
+	if s.Until != nil {
+		parts = append(parts, "submitted before "+s.Until.Format(time.RFC3339))
+	}
+	return "the requests of " + strings.Join(parts, ", ")
+}
+
 func printExportSummary(w io.Writer, sum export.Summary, out string, bytes int64) {
 	cp := sum.Choice.Checkpoint
-	what := "the whole log"
-	switch s := sum.Scope; {
-	case s.Request != "":
-		what = "request " + s.Request
-	case !s.Full:
-		var parts []string
-		if s.Principal != "" {
-			parts = append(parts, "principal "+s.Principal)
-		}
-		if s.Since != nil {
-			parts = append(parts, "submitted from "+s.Since.Format(time.RFC3339))
-		}
-		if s.Until != nil {
-			parts = append(parts, "submitted before "+s.Until.Format(time.RFC3339))
-		}
-		what = "the requests of " + strings.Join(parts, ", ")
-	}
-	fmt.Fprintf(w, "exported %s: %d events, %d requests, %d checkpoints\n", what, sum.Events, sum.Requests, sum.Checkpoints)
+	fmt.Fprintf(w, "exported %s: %d events, %d requests, %d checkpoints\n", scopeText(sum.Scope), sum.Events, sum.Requests, sum.Checkpoints)
 	fmt.Fprintf(w, "checkpoint:  %d %s (origin %s)\n", cp.Size, base64.StdEncoding.EncodeToString(cp.Root), cp.Origin)
 	if sum.Choice.Unclean != nil && sum.Choice.Newest > cp.Size {
 		fmt.Fprintf(w, "             not the newest published (%d): %s\n", sum.Choice.Newest, sum.Choice.Unclean)

@@ -77,6 +77,9 @@ func runMCP(ctx context.Context, e *env, listen string, listenSet bool) error {
 		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
+	if err := e.checkDatabase(ctx, pool); err != nil {
+		return fail(exitError, "%v", err)
+	}
 	reader := pool
 	if cfg.MCP.ReaderURL != "" {
 		rc := cfg

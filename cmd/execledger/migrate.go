@@ -37,7 +37,12 @@ line per pending definition ("pending definition api/submit.sql") and per retire
 }
 
 func runMigrate(ctx context.Context, e *env, statusOnly bool) error {
-	_, pool, err := e.connect(ctx, e.config)
+	// Not e.connect: its schema check is what migrate is there to fix.
+	cfg, err := e.loadConfig(e.config)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}

@@ -45,15 +45,21 @@ func newRequestsListCmd(e *env) *cobra.Command {
 		p            ledger.ListParams
 		state        string
 		since, until string
+		limit        int
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the requests the login may see, newest first",
 		Long: `List prints one line per request: id, state, tool, principal, run, when it was submitted and
-its error kind. A submitter sees its own principal's requests; auditors and administrators see all.`,
+its error kind. A submitter sees its own principal's requests; auditors and administrators see all.
+
+--since (inclusive) and --until (exclusive) take an RFC 3339 time, a date (midnight UTC) or a
+duration ago (90m, 24h, 7d: --since 24h is the last day), as in audit and export. --limit 0 lists
+every request that matches.`,
 		Example: `  execledger requests list
   execledger requests list --state awaiting_approval
-  execledger requests list --principal billing --since 2026-11-24T00:00:00Z --json`,
+  execledger requests list --principal billing --since 24h --json
+  execledger requests list --since 2026-11-24 --until 2026-11-25 --limit 0`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p.State = ledger.State(state)
@@ -61,16 +67,13 @@ its error kind. A submitter sees its own principal's requests; auditors and admi
 				return fail(exitUsage, "--state %q is not a state (%s)", state, stateNames())
 			}
 			var err error
-			if p.Since, err = parseWhen("--since", since); err != nil {
-				return err
+			if p.Since, p.Until, err = timeRange(since, until, time.Now()); err != nil {
+				return fail(exitUsage, "requests list: %v", err)
 			}
-			if p.Until, err = parseWhen("--until", until); err != nil {
-				return err
+			if limit < 0 {
+				return fail(exitUsage, "requests list: --limit: %d is negative (0 means no limit)", limit)
 			}
-			if p.Limit < 1 || p.Limit > ledger.MaxListLimit {
-				return fail(exitUsage, "--limit %d is not between 1 and %d", p.Limit, ledger.MaxListLimit)
-			}
-			return runRequestsList(cmd.Context(), e, p)
+			return runRequestsList(cmd.Context(), e, p, limit)
 		},
 	}
 	f := cmd.Flags()
@@ -78,9 +81,9 @@ its error kind. A submitter sees its own principal's requests; auditors and admi
 	f.StringVar(&p.Principal, "principal", "", "only this `PRINCIPAL`'s requests")
 	f.StringVar(&p.Tool, "tool", "", "only requests of this `TOOL`")
 	f.StringVar(&p.RunID, "run", "", "only requests of this `RUN` id")
-	f.StringVar(&since, "since", "", "only requests submitted at or after `TIME` (RFC 3339)")
-	f.StringVar(&until, "until", "", "only requests submitted before `TIME` (RFC 3339)")
-	f.IntVar(&p.Limit, "limit", 50, fmt.Sprintf("at most `N` requests (1 to %d)", ledger.MaxListLimit))
+	f.StringVar(&since, "since", "", "only requests submitted at or after `TIME`: "+timeFlagHelp)
+	f.StringVar(&until, "until", "", "only requests submitted before `TIME` (as --since)")
+	f.IntVar(&limit, "limit", 50, limitFlagHelp("requests, the newest", 50))
 	states := make([]string, len(ledger.States))
 	for i, s := range ledger.States {
 		states[i] = string(s)
@@ -99,26 +102,36 @@ func stateNames() string {
 	return strings.Join(s, ", ")
 }
 
-// parseWhen reads an RFC 3339 time flag; "" is no bound.
-func parseWhen(flag, v string) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, fail(exitUsage, "%s %q is not an RFC 3339 time (such as 2026-11-24T09:00:00Z)", flag, v)
-	}
-	return t, nil
-}
-
-func runRequestsList(ctx context.Context, e *env, p ledger.ListParams) error {
+func runRequestsList(ctx context.Context, e *env, p ledger.ListParams, limit int) error {
 	return withReader(ctx, e, func(client *ledger.Client, _ *pgxpool.Pool) error {
-		return listRequests(ctx, e, client, p)
+		return listRequests(ctx, e, client, p, limit)
 	})
 }
 
-func listRequests(ctx context.Context, e *env, client *ledger.Client, p ledger.ListParams) error {
-	reqs, err := client.List(ctx, p)
+// listAll reads up to limit requests (0: all) that p selects, a page of
+// at most ledger.MaxListLimit at a time, each after the last one read.
+func listAll(ctx context.Context, client *ledger.Client, p ledger.ListParams, limit int) ([]ledger.Request, error) {
+	var out []ledger.Request
+	for {
+		p.Limit = ledger.MaxListLimit
+		if limit > 0 {
+			p.Limit = min(limit-len(out), ledger.MaxListLimit)
+		}
+		page, err := client.List(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < p.Limit || (limit > 0 && len(out) >= limit) {
+			return out, nil
+		}
+		last := page[len(page)-1]
+		p.After = &ledger.ListCursor{SubmittedAt: last.SubmittedAt, ID: last.ID}
+	}
+}
+
+func listRequests(ctx context.Context, e *env, client *ledger.Client, p ledger.ListParams, limit int) error {
+	reqs, err := listAll(ctx, client, p, limit)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
@@ -372,7 +385,8 @@ func newApproveCmd(e *env) *cobra.Command {
 		Long: `Approve lets a request in awaiting_approval run, or approves a pending one before it is claimed.
 The login must hold ledger_approver and be another principal than the submitter. --input-digest binds
 the approval to exactly the input you reviewed (the sha256:<hex> of tool.requested). Exit 3 when the
-request runs already, has ended or is approved.`,
+request runs already, has ended or is approved, or when its input is not the one --input-digest names
+(the state is checked first).`,
 		Example: `  execledger approve 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --note "reviewed" --input-digest sha256:9f86d0…`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -450,8 +464,11 @@ func withReader(ctx context.Context, e *env, f func(*ledger.Client, *pgxpool.Poo
 
 // approverFailure is requestFailure, saying who may decide approvals.
 func approverFailure(id uuid.UUID, err error) error {
-	if errors.Is(err, ledger.ErrNotPermitted) {
+	switch {
+	case errors.Is(err, ledger.ErrNotPermitted):
 		return fail(exitError, "%v (approve and deny need the ledger_approver role, and a principal other than the submitter)", err)
+	case errors.Is(err, ledger.ErrInvalidInput):
+		return fail(exitNotOK, "%v", err) // the input is not the one --input-digest names
 	}
 	return requestFailure(id, err)
 }
@@ -463,9 +480,9 @@ func requestFailure(id uuid.UUID, err error) error {
 		return fail(exitNotFound, "no request %s (or none this login may see)", id)
 	case errors.Is(err, ledger.ErrWrongState):
 		return fail(exitNotOK, "%v", err)
-	case errors.Is(err, ledger.ErrInvalidInput), errors.Is(err, ledger.ErrInputTooLarge):
-		return fail(exitUsage, "%v", err)
 	}
+	// What the database refused (an over-long --note or --reason) is no
+	// usage error: the command line was well formed.
 	return fail(exitError, "%v", err)
 }
 

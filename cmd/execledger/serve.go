@@ -27,7 +27,6 @@ import (
 	"github.com/execledger/execledger/internal/skill/vet"
 	"github.com/execledger/execledger/internal/tracing"
 	"github.com/execledger/execledger/ledger"
-	"github.com/execledger/execledger/migrations"
 	"github.com/execledger/execledger/projector"
 )
 
@@ -98,6 +97,9 @@ type services struct {
 	noteKeyFile string
 	// consoleReady, when set, gets the console's URL once it listens.
 	consoleReady func(url string)
+	// opsListener and consoleListener, when set, are serve.listen and
+	// console.listen bound already (dev binds them before its banner).
+	opsListener, consoleListener net.Listener
 }
 
 // loadServices reads the policy files and the signing key. Both are
@@ -158,10 +160,16 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	ops := opsserver.New(pool, logger, opsserver.Config{QuotaTopK: cfg.Serve.QuotaMetricsTopK, Label: cfg.Serve.Label})
 	if cfg.Serve.Listen != "" {
 		wg.Go(func() {
-			err := ops.Serve(ctx, cfg.Serve.Listen, func(a net.Addr) {
+			ready := func(a net.Addr) {
 				logger.Info("operations endpoints", slog.String("healthz", "http://"+a.String()+"/healthz"),
 					slog.String("metrics", "http://"+a.String()+"/metrics"))
-			})
+			}
+			var err error
+			if svc.opsListener != nil {
+				err = ops.ServeListener(ctx, svc.opsListener, ready)
+			} else {
+				err = ops.Serve(ctx, cfg.Serve.Listen, ready)
+			}
 			if err != nil {
 				errs <- err
 				cancel()
@@ -174,7 +182,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 			return err
 		}
 		wg.Go(func() {
-			if err := runConsole(ctx, cfg, keys, logger, svc.consoleReady); err != nil && ctx.Err() == nil {
+			if err := runConsole(ctx, cfg, keys, logger, svc.consoleReady, svc.consoleListener); err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()
 			}
@@ -378,9 +386,7 @@ func skillOptions(cfg config.Config) vet.Options {
 }
 
 // skillLimits bound installed skills' quotas.
-func skillLimits(w config.Wasm) gate.Limits {
-	return gate.Limits{Fuel: int64(w.FuelLimit), Timeout: w.Timeout.Duration, MemoryPages: uint32(w.MemoryLimitPages)}
-}
+func skillLimits(w config.Wasm) gate.Limits { return gate.LimitsOf(w) }
 
 func collect(errs <-chan error) []error {
 	var out []error
@@ -399,27 +405,6 @@ func executorConfig(cfg config.Config) executor.Config {
 		DefaultMaxCallsPerRun: x.DefaultMaxCallsPerRun, Sensitive: x.Sensitive, ApprovalTimeout: x.ApprovalTimeout.Duration,
 		MaxAttempts: x.MaxAttempts,
 	}
-}
-
-// checkSchema refuses to serve a database this binary has not migrated.
-func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	st, err := migrations.ReadStatus(ctx, conn.Conn())
-	if err != nil {
-		return err
-	}
-	switch {
-	case st.Version != st.Latest:
-		return fmt.Errorf("the database schema is at version %d, this binary needs %d: run `execledger migrate`", st.Version, st.Latest)
-	case !st.UpToDate():
-		differ := append(st.Pending, st.Retired...)
-		return fmt.Errorf("%d of the database's definitions differ from this binary's (%s, …): run `execledger migrate`", len(differ), differ[0])
-	}
-	return nil
 }
 
 // prefixes parses the CIDR ranges of configuration key key (already

@@ -195,6 +195,9 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	if !strings.Contains(out.String(), "Console: http://"+consoleAddr+"/") {
 		t.Errorf("dev printed no console URL:\n%s", out.String())
 	}
+	if !regexp.MustCompile(`Ports: PostgreSQL 127\.0\.0\.1:\d+, metrics http://` + regexp.QuoteMeta(addr) + `/metrics, console ` + regexp.QuoteMeta(consoleAddr)).MatchString(out.String()) {
+		t.Errorf("dev's banner does not say its ports:\n%s", out.String())
+	}
 	// The banner says how to approve, as demo_approver, which dev made;
 	// the README's walk-through works: a sleep waits, demo_approver sees
 	// its input and digest and approves exactly that input.

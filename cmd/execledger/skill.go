@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
+	"github.com/execledger/execledger/internal/skill/audit"
 	"github.com/execledger/execledger/internal/skill/registry"
 	"github.com/execledger/execledger/ledger"
 )
@@ -222,9 +225,7 @@ func runSkillShow(ctx context.Context, e *env, id string) error {
 	fmt.Fprintf(w, "skill:      %s %s (%s)\nstatus:     %s\npublisher:  %s, key %s\nartifact:   %s\npayload:    %s\n",
 		s.ID, s.Version, strings.Join(s.Tools, ", "), s.Status, s.Publisher, s.KeyID, s.ArtifactDigest, s.PayloadDigest)
 	fmt.Fprintf(w, "installed:  by %s\napprovals:  %s\n", s.InstalledBy, orNone(strings.Join(s.Approvals, ", ")))
-	if string(s.FailedChecks) != "[]" && len(s.FailedChecks) > 0 {
-		fmt.Fprintf(w, "failed:     %s\n", s.FailedChecks)
-	}
+	printFailedChecks(w, s.FailedChecks)
 	fmt.Fprintln(w, "history:")
 	for _, ev := range h {
 		fmt.Fprintf(w, "  %3d  %s  %-18s %s\n", ev.Version, ev.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"), ev.Type, ev.Actor)
@@ -237,4 +238,34 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// printFailedChecks prints a skill's failed audit checks (a JSON array of
+// audit.Check, as ledger.skills keeps them) one a line, as install does;
+// what does not decode is printed as it is.
+func printFailedChecks(w io.Writer, raw json.RawMessage) {
+	if len(raw) == 0 || string(raw) == "[]" || string(raw) == "null" {
+		return
+	}
+	var checks []audit.Check
+	if err := json.Unmarshal(raw, &checks); err != nil {
+		fmt.Fprintf(w, "failed:     %s\n", raw)
+		return
+	}
+	fmt.Fprintf(w, "failed:     %d checks\n", len(checks))
+	for _, c := range checks {
+		fmt.Fprintf(w, "  %s\n", checkLine(c))
+	}
+}
+
+// checkLine is one failed check: "name [target]: detail".
+func checkLine(c audit.Check) string {
+	line := c.Name
+	if c.Target != "" {
+		line += " [" + c.Target + "]"
+	}
+	if c.Detail != "" {
+		line += ": " + c.Detail
+	}
+	return line
 }

@@ -286,11 +286,7 @@ func (e *env) printInstall(rep installReport, asJSON bool) error {
 	fmt.Fprintf(w, "skill %s %s: %s\nartifact: %s\nkey:      %s (%s)\n", rep.SkillID, rep.Version, rep.Status, rep.ArtifactDigest,
 		rep.KeyID, rep.Trust)
 	for _, c := range rep.FailedChecks {
-		target := ""
-		if c.Target != "" {
-			target = " [" + c.Target + "]"
-		}
-		fmt.Fprintf(w, "  failed: %s%s: %s\n", c.Name, target, c.Detail)
+		fmt.Fprintf(w, "  failed: %s\n", checkLine(c))
 	}
 	switch rep.Status {
 	case "quarantined":
@@ -326,6 +322,7 @@ func runSkillAudit(ctx context.Context, e *env, id string) error {
 		return fail(exitError, "%v", err)
 	}
 	defer pool.Close()
+	start := time.Now()
 	s, err := registry.Get(ctx, pool, id)
 	if err != nil {
 		return e.skillError(err)
@@ -334,21 +331,46 @@ func runSkillAudit(ctx context.Context, e *env, id string) error {
 	if err != nil {
 		return e.skillError(err)
 	}
+	trust, err := keySource(ctx, pool, s.KeyID)
+	if err != nil {
+		return e.skillError(err)
+	}
+	loaded := time.Since(start)
 	v, err := vet.Vet(ctx, files, sig, trusted, vet.Expect{SkillID: s.ID, Version: s.Version, Publisher: s.Publisher,
 		PayloadDigest: s.PayloadDigest}, skillOptions(cfg))
 	passed, checks := err == nil && v.Report.Passed(), []audit.Check{}
+	var t timings
 	if err != nil {
 		checks = []audit.Check{{Name: "artifact_integrity", Detail: err.Error()}}
 	} else {
 		checks = v.Report.Checks
+		rt := v.Report.Timing
+		t = timings{Validate: ms(rt.Validate), Instrument: ms(rt.Instrument), Compile: ms(rt.Compile)}
 	}
+	t.Verify, t.Audit = ms(loaded), ms(time.Since(start)-loaded)
 	r, err := registry.RecordAudit(ctx, pool, s.ID, s.ArtifactDigest, passed, checks, registry.TriggerOperator)
 	if err != nil {
 		return e.skillError(err)
 	}
+	t.Total = ms(time.Since(start))
 	rep := installReport{SkillID: s.ID, Version: s.Version, Status: r.Status, ArtifactDigest: s.ArtifactDigest,
-		PayloadDigest: s.PayloadDigest, KeyID: s.KeyID, Trust: "-", Checks: checks, FailedChecks: failedOf(checks)}
+		PayloadDigest: s.PayloadDigest, KeyID: s.KeyID, Trust: trust, Checks: checks, FailedChecks: failedOf(checks), TimingsMS: t}
 	return e.printInstall(rep, e.json)
+}
+
+// keySource is how the trust store came to trust key id: "operator"
+// (skill trust add) or "tofu" (pinned by a first install).
+func keySource(ctx context.Context, db ledger.DBTX, id string) (string, error) {
+	keys, err := registry.Keys(ctx, db)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range keys {
+		if k.KeyID == id {
+			return k.Source, nil
+		}
+	}
+	return "", fmt.Errorf("%w: key %s is not in the trust store", registry.ErrUntrusted, id)
 }
 
 func failedOf(checks []audit.Check) []audit.Check {

@@ -137,6 +137,13 @@ func TestSkillLifecycleEndToEnd(t *testing.T) {
 		t.Errorf("output %s", o)
 	}
 	checkSkillAttestation(t, b.db, req["id"], rep)
+	// verify --replay finds the installed skill's module in the ledger's
+	// skill storage by the digest the attestation recorded: no
+	// [[wasm.modules]] entry registers acme.hello.
+	if r := execute(t, b.serve, "", "verify", "--replay", req["id"].(string)); r.code != exitOK ||
+		!strings.Contains(r.stdout, "tool:         acme.hello (tier A)") || !strings.Contains(r.stdout, "fuel matches") || !strings.HasSuffix(r.stdout, "ok\n") {
+		t.Errorf("verify --replay of an installed skill's call: %+v", r)
+	}
 	if req := b.call(t, "acme.hello", `{"x": "seven"}`); stateOf(req) != "denied/invalid_input" ||
 		!strings.Contains(req["error"].(string), "input schema") {
 		t.Errorf("input against the schema: %v", req)
@@ -152,11 +159,30 @@ func TestSkillLifecycleEndToEnd(t *testing.T) {
 		t.Errorf("re-enabled: %v", req)
 	}
 
+	// skill audit says how the key is trusted and how long it took.
+	r = b.run(t, b.alice, exitOK, "skill", "audit", "acme.hello")
+	if !strings.Contains(r.stdout, "skill acme.hello 0.1.0: enabled") || !strings.Contains(r.stdout, "(operator)") ||
+		strings.Contains(r.stdout, "(-)") || strings.Contains(r.stdout, "total 0.0 ms") {
+		t.Errorf("skill audit: %s", r.stdout)
+	}
+
 	tamper(t, b.db, `UPDATE ledger.skill_files SET content = overlay(content placing '\xff'::bytea from 30 for 1)
 		WHERE path = 'modules/hello.wasm'`)
 	if req := b.call(t, "acme.hello", `{"x": 3}`); stateOf(req) != "denied/skill_not_active" ||
 		!strings.Contains(req["error"].(string), "not the installed payload digest") {
 		t.Errorf("a changed byte in the stored module: %v", req)
+	}
+	// The first call's replay finds the stored module changed.
+	if r := execute(t, b.serve, "", "verify", "--replay", req["id"].(string)); r.code != exitError ||
+		!strings.Contains(r.stderr, "cannot replay: module digest mismatch: installed skill acme.hello stores modules/hello.wasm as sha256:") {
+		t.Errorf("verify --replay after the stored module changed: %+v", r)
+	}
+	// Audited again, it is quarantined; skill show prints the failed
+	// check as a line, not as JSON.
+	b.run(t, b.alice, exitOK, "skill", "audit", "acme.hello")
+	r = b.run(t, b.alice, exitOK, "skill", "show", "acme.hello")
+	if !strings.Contains(r.stdout, "failed:     1 checks\n  artifact_integrity: ") || strings.Contains(r.stdout, `[{"`) {
+		t.Errorf("skill show of a quarantined skill:\n%s", r.stdout)
 	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("serve exited %d\n%s", code, out)
@@ -535,5 +561,61 @@ func TestSkillApprovalAndQuotas(t *testing.T) {
 	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("serve exited %d\n%s", code, out)
+	}
+}
+
+// TestSkillNewNextSteps: skill new's steps go from the new directory to
+// a call, trusting the publisher key on the way, and name this binary as
+// it can be run, as does the Makefile (bin/execledger is on no PATH).
+func TestSkillNewNextSteps(t *testing.T) {
+	t.Parallel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range []string{"wat", "go"} {
+		dir := filepath.Join(t.TempDir(), "hello")
+		r := execute(t, []string{"PATH=/usr/bin:/bin"}, "", "skill", "new", "acme.hello", "--lang", lang, "--dir", dir)
+		if r.code != exitOK {
+			t.Fatalf("skill new: %+v", r)
+		}
+		want := []string{
+			self + " keygen --out publisher.key",
+			self + " skill package " + dir + " --key publisher.key --out acme.hello.skill",
+			self + " skill trust add acme publisher.key.pub",
+			self + " skill install acme.hello.skill",
+			self + " skill enable acme.hello",
+			self + ` submit acme.hello '{"x":1}' --wait`,
+		}
+		at := 0
+		for _, w := range want {
+			i := strings.Index(r.stdout[at:], w)
+			if i < 0 {
+				t.Fatalf("%s: skill new's steps lack %q, in order:\n%s", lang, w, r.stdout)
+			}
+			at += i
+		}
+		mk, err := os.ReadFile(filepath.Join(dir, "Makefile"))
+		if err != nil || !strings.Contains(string(mk), "EXECLEDGER ?= "+self+"\n") {
+			t.Fatalf("%s Makefile: %v\n%s", lang, err, mk)
+		}
+		// make runs that binary, or the one given.
+		for _, tc := range []struct {
+			args []string
+			run  string
+		}{
+			{nil, self},
+			{[]string{"EXECLEDGER=/opt/el/execledger"}, "/opt/el/execledger"},
+		} {
+			cmd := exec.Command("make", append([]string{"-n", "-W", "modules/hello.wasm", "package"}, tc.args...)...)
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), tc.run+" skill package . --key publisher.key --out acme.hello-0.1.0.skill") {
+				t.Errorf("%s: make -n package %v: %v\n%s", lang, tc.args, err, out)
+			}
+		}
 	}
 }

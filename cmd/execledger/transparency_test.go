@@ -370,6 +370,31 @@ func TestTransparencyEndToEnd(t *testing.T) {
 	if !rep.OK || rep.Requests != int64(len(x.requests)-1) {
 		t.Errorf("verify of alice's bundle: %+v", rep)
 	}
+	// The README's example: a duration counts back from now, so the last
+	// day's requests are --since 24h ...
+	if r := execute(t, x.auditor, "", "export", "--principal", "alice", "--since", "24h", "--out", aliceFile, "--force"); r.code != exitOK ||
+		strings.Contains(r.stderr, "WARNING") {
+		t.Fatalf("export --since 24h: %+v", r)
+	}
+	rep = verifyJSON(t, append([]string{"verify", aliceFile, "--json"}, keys...), exitOK)
+	if !rep.OK || rep.Requests != int64(len(x.requests)-1) || rep.Scope == nil || rep.Scope.Since == nil {
+		t.Errorf("verify of alice's last day: %+v", rep)
+	}
+	// ... and --until 24h, before yesterday, matches none: export warns,
+	// and verify does not say ok of a bundle that proves nothing.
+	emptyFile := filepath.Join(dir, "empty.bundle")
+	r = execute(t, x.auditor, "", "export", "--principal", "alice", "--until", "24h", "--out", emptyFile)
+	if r.code != exitOK || !strings.Contains(r.stdout, ": 0 events") || !strings.Contains(r.stderr, "WARNING: no request matched") {
+		t.Fatalf("export --until 24h: %+v", r)
+	}
+	rep = verifyJSON(t, append([]string{"verify", emptyFile, "--json"}, keys...), exitNotOK)
+	if rep.OK || rep.Fault == nil || rep.Fault.Code != bundle.Empty || rep.Events != 0 {
+		t.Errorf("verify --json of an empty bundle: %+v", rep)
+	}
+	r = execute(t, nil, "", append([]string{"verify", emptyFile}, keys...)...)
+	if r.code != exitNotOK || !strings.HasPrefix(r.stdout, "not ok: ") || !strings.Contains(r.stdout, "holds no events: it proves nothing about the requests of principal alice") {
+		t.Errorf("verify of an empty bundle: %+v", r)
+	}
 
 	r = execute(t, x.auditor, "", append([]string{"verify", "--db"}, keys...)...)
 	if r.code != exitOK || !strings.HasPrefix(r.stdout, "ok: ") || !strings.Contains(r.stdout, "read model: ") {

@@ -163,6 +163,17 @@ func runVerifyFile(ctx context.Context, e *env, path string, k verifyKeyFlags, a
 	if err != nil {
 		return fail(exitError, "verify: %s: %v", path, err)
 	}
+	if rep.OK && rep.Events == 0 {
+		// Intact, but an auditor who reads "ok" would think the scope's
+		// requests verified: there were none.
+		what := "the whole log"
+		if rep.Scope != nil {
+			what = scopeText(*rep.Scope)
+		}
+		rep.OK = false
+		rep.Fault = &bundle.Fault{Code: bundle.Empty, Message: fmt.Sprintf("the bundle holds no events: it proves nothing about %s "+
+			"(did the export's --principal, --since or --until match no request? --until 24h means before 24 hours ago)", what)}
+	}
 	return printVerdict(e, rep, keys, asJSON, rep, nil)
 }
 

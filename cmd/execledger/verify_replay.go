@@ -15,6 +15,7 @@ import (
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/replay"
+	"github.com/execledger/execledger/ledger"
 )
 
 // runReplay is verify --replay: it checks a recorded tier A call's
@@ -44,12 +45,13 @@ func runReplay(ctx context.Context, e *env, request, cfgPath, pubPath string, as
 	if err != nil {
 		return fail(exitNotOK, "request %s: not ok: %v", id, err)
 	}
-	return replayAndReport(ctx, e, cfg, st, rec.Input, attest.PublicKeyID(pub), asJSON)
+	return replayAndReport(ctx, e, cfg, pool, st, rec.Input, attest.PublicKeyID(pub), asJSON)
 }
 
-// replayAndReport replays the attested call and prints the comparison.
-func replayAndReport(ctx context.Context, e *env, cfg config.Config, st *attest.Statement, input []byte, keyID string, asJSON bool) error {
-	rep, err := replay.Run(ctx, cfg.Wasm, st, input)
+// replayAndReport replays the attested call and prints the comparison;
+// an installed skill's module is read through db.
+func replayAndReport(ctx context.Context, e *env, cfg config.Config, db ledger.DBTX, st *attest.Statement, input []byte, keyID string, asJSON bool) error {
+	rep, err := replay.Run(ctx, cfg.Wasm, db, st, input)
 	if err != nil {
 		return fail(exitError, "request %s: cannot replay: %v", st.Predicate.RequestID, err)
 	}

@@ -74,9 +74,18 @@ func runWitness(ctx context.Context, e *env, f witnessFlags) error {
 		return fail(exitError, "witness: %v", err)
 	}
 	r := &witness.Runner{Witness: w, Once: f.once, Interval: f.interval,
-		Connect: func(ctx context.Context) (*pgxpool.Pool, error) { return openPool(ctx, cfg) },
-		Report:  func(p witness.Pass) { reportWitnessPass(e, w, p) },
-		Logger:  e.logger(cfg).With(slog.String("component", "witness"))}
+		Connect: func(ctx context.Context) (*pgxpool.Pool, error) {
+			pool, err := openPool(ctx, cfg)
+			if err == nil {
+				if err = e.checkDatabase(ctx, pool); err != nil {
+					pool.Close()
+					return nil, err
+				}
+			}
+			return pool, err
+		},
+		Report: func(p witness.Pass) { reportWitnessPass(e, w, p) },
+		Logger: e.logger(cfg).With(slog.String("component", "witness"))}
 	err = r.Run(ctx)
 	var ref *witness.Refusal
 	switch {

@@ -35,12 +35,16 @@ type Config struct {
 	// AdminURL is the server to create the benchmark databases on. Its role
 	// must be able to create databases and, for Execledger's migrations,
 	// roles: in practice a superuser.
-	AdminURL   string
-	Mode       string        // ModeBurndown or ModeContinuous
-	System     string        // SystemExecledger, SystemRiver or SystemBoth
-	N          int           // burndown: requests inserted before the workers start
-	Duration   time.Duration // continuous: how long the submitters submit
-	Submitters int           // concurrent submitting connections
+	AdminURL string
+	// PostmasterPID is the pid of AdminURL's postmaster when the run has
+	// that cluster to itself (execledger bench --private-cluster): the
+	// report then counts its CPU per request (Summary.CPU). 0: unknown.
+	PostmasterPID int
+	Mode          string        // ModeBurndown or ModeContinuous
+	System        string        // SystemExecledger, SystemRiver or SystemBoth
+	N             int           // burndown: requests inserted before the workers start
+	Duration      time.Duration // continuous: how long the submitters submit
+	Submitters    int           // concurrent submitting connections
 	// Rate, in continuous mode, is the offered load in requests per
 	// second over all submitters, on a fixed schedule (request k is due
 	// at k/Rate after the start, whether or not the system keeps up); 0

@@ -59,6 +59,7 @@ func runSystem(ctx context.Context, cfg Config, sys string) (s *Summary, err err
 	if cfg.Keep {
 		s.Database = db.Name
 	}
+	before, cpuOK := sampleCPU(cfg.PostmasterPID)
 	if cfg.Mode == ModeBurndown {
 		err = burndown(ctx, cfg, t, s)
 	} else {
@@ -66,6 +67,9 @@ func runSystem(ctx context.Context, cfg Config, sys string) (s *Summary, err err
 	}
 	if err != nil {
 		return nil, err
+	}
+	if after, ok := sampleCPU(cfg.PostmasterPID); ok && cpuOK {
+		s.CPU = perRequest(before, after, s.Requests)
 	}
 	if err := t.summarize(ctx, s); err != nil {
 		return nil, err

@@ -55,6 +55,10 @@ type Summary struct {
 	// (the age of the oldest committed event not yet sealed), sampled
 	// like ProjectionLag.
 	SealerLag *Latency `json:"sealer_lag_ms,omitempty"`
+	// CPU is the CPU time per request inserted, over the whole run
+	// (inserting and working); its PostgreSQL part only with a private
+	// cluster (Config.PostmasterPID).
+	CPU *CPU `json:"cpu_per_request,omitempty"`
 }
 
 // Latency holds percentiles in milliseconds.
@@ -114,6 +118,13 @@ func (s *Summary) print(w io.Writer) {
 	fmt.Fprintf(w, "  states            %s\n", s.statesText())
 	if s.EventsPerRequest > 0 {
 		fmt.Fprintf(w, "  events/request    %.2f\n", s.EventsPerRequest)
+	}
+	if c := s.CPU; c != nil {
+		pg := "PostgreSQL not measured (a shared server: --private-cluster)"
+		if c.Postgres > 0 {
+			pg = fmt.Sprintf("PostgreSQL %.0f", c.Postgres)
+		}
+		fmt.Fprintf(w, "  CPU µs/request    total %.0f: this process %.0f, %s\n", c.Total, c.Process, pg)
 	}
 	if l := s.ProjectionLag; l != nil {
 		fmt.Fprintf(w, "  read model lag ms p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%d samples)\n", l.P50, l.P90, l.P99, l.Max, l.Count)

@@ -45,6 +45,11 @@ const (
 	// tier or output is not its sealed attestation's, or a table that
 	// differs from its rebuild from the log.
 	ReadModelDiffers = "read_model_differs"
+	// Empty (execledger verify of a bundle): a bundle that verifies but
+	// holds no event, so it proves nothing about its scope; most often an
+	// export whose filters matched no request. Verify itself reports such
+	// a bundle ok with Events 0.
+	Empty = "empty"
 	// Malformed: a line that is not a bundle record, a record out of
 	// place, a bundle cut short.
 	Malformed = "malformed"

@@ -148,6 +148,12 @@ func (s *Server) Serve(ctx context.Context, addr, certFile, keyFile string, read
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
+	return s.ServeListener(ctx, ln, certFile, keyFile, ready)
+}
+
+// ServeListener is Serve on a listener the caller bound (execledger dev
+// binds its ports before it prints where they are); it closes ln.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener, certFile, keyFile string, ready func(net.Addr)) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
@@ -173,7 +179,7 @@ func (s *Server) Serve(ctx context.Context, addr, certFile, keyFile string, read
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
+	err := srv.Shutdown(shutdownCtx)
 	s.Close()
 	if err != nil {
 		return fmt.Errorf("console: shutdown: %w", err)

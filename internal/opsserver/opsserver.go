@@ -106,6 +106,12 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	if err != nil {
 		return fmt.Errorf("opsserver: %w", err)
 	}
+	return s.ServeListener(ctx, ln, ready)
+}
+
+// ServeListener is Serve on a listener the caller bound (execledger dev
+// binds its ports before it prints where they are); it closes ln.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready func(net.Addr)) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	if ready != nil {
 		ready(ln.Addr())

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -41,12 +42,23 @@ type CheckN struct {
 // configuration w, and compares it with the attestation. An error says
 // the call cannot be replayed; a Report that is not OK says what differs.
 // The Report's KeyID is the caller's to fill in.
-func Run(ctx context.Context, w config.Wasm, st *attest.Statement, input []byte) (Report, error) {
+//
+// A tool no [[wasm.modules]] entry registers that the attestation names
+// an installed skill of is found in the ledger's skill storage through
+// db (SkillConfig); db may be nil.
+func Run(ctx context.Context, w config.Wasm, db ledger.DBTX, st *attest.Statement, input []byte) (Report, error) {
 	p := st.Predicate
 	if err := Replayable(p); err != nil {
 		return Report{}, err
 	}
 	wcfg, digest, err := Config(w, p)
+	if errors.Is(err, errNotRegistered) && p.Skill != nil && db != nil {
+		var cleanup func()
+		wcfg, digest, cleanup, err = SkillConfig(ctx, w, db, p)
+		if cleanup != nil {
+			defer cleanup()
+		}
+	}
 	if err != nil {
 		return Report{}, err
 	}
@@ -109,8 +121,14 @@ func Config(w config.Wasm, p attest.Execution) (wasmrun.Config, string, error) {
 			FuelLimit: int64(m.FuelLimit), Timeout: m.Timeout.Duration}}
 		return cfg, ran, nil
 	}
-	return cfg, "", fmt.Errorf("no [[wasm.modules]] entry registers %s (give the --config serve ran with)", p.Tool)
+	if p.Skill != nil {
+		return cfg, "", fmt.Errorf("%w %s, and no database to read installed skill %s from", errNotRegistered, p.Tool, p.Skill.ID)
+	}
+	return cfg, "", fmt.Errorf("%w %s (give the --config serve ran with)", errNotRegistered, p.Tool)
 }
+
+// errNotRegistered is Config's error for a tool [wasm] does not register.
+var errNotRegistered = errors.New("no [[wasm.modules]] entry registers")
 
 // Compare checks a replay against the attested outcome.
 func Compare(st *attest.Statement, r wasmrun.Replayed) Report {

@@ -68,17 +68,26 @@ func (g *Gate) build(ctx context.Context, files map[string][]byte, sig artifact.
 // buildTool compiles one tool's module with the manifest's quotas within
 // the configuration's limits.
 func (g *Gate) buildTool(ctx context.Context, m *manifest.Manifest, mt *manifest.Tool, wasm []byte, caps wasmrun.Capabilities) (*skillTool, error) {
-	sum := sha256.Sum256(wasm)
-	mod := wasmrun.Module{ToolID: mt.ID, SHA256: hex.EncodeToString(sum[:]), Entrypoint: mt.Entrypoint, Capabilities: caps,
-		FuelLimit:        lower(m.Quotas.FuelBudget, g.limits.Fuel),
-		Timeout:          time.Duration(lower(m.Quotas.WallClockTimeoutMS, g.limits.Timeout.Milliseconds())) * time.Millisecond,
-		MemoryLimitPages: uint32(lower(m.Quotas.MaxMemoryBytes/65536, int64(g.limits.MemoryPages))),
-	}
+	mod := ModuleOf(m, mt, wasm, g.limits)
+	mod.Capabilities = caps
 	t, err := g.host.SkillTool(ctx, mod, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("its tool %s does not build: %w", mt.ID, err)
 	}
 	return &skillTool{Tool: t, schema: mt, requiresApproval: mt.RequiresApproval}, nil
+}
+
+// ModuleOf is tier A's module of manifest m's tool mt, whose module is
+// wasm: its digest, entrypoint and the manifest's quotas within limits.
+// It grants no capability; the gate adds what the policy allows. verify
+// --replay runs an installed skill's call again with the same module.
+func ModuleOf(m *manifest.Manifest, mt *manifest.Tool, wasm []byte, limits Limits) wasmrun.Module {
+	sum := sha256.Sum256(wasm)
+	return wasmrun.Module{ToolID: mt.ID, SHA256: hex.EncodeToString(sum[:]), Entrypoint: mt.Entrypoint,
+		FuelLimit:        lower(m.Quotas.FuelBudget, limits.Fuel),
+		Timeout:          time.Duration(lower(m.Quotas.WallClockTimeoutMS, limits.Timeout.Milliseconds())) * time.Millisecond,
+		MemoryLimitPages: uint32(lower(m.Quotas.MaxMemoryBytes/65536, int64(limits.MemoryPages))),
+	}
 }
 
 // lower is the smaller of a manifest's quota and the limit, the limit

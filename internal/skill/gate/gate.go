@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"github.com/execledger/execledger/internal/config"
 	"log/slog"
 	"slices"
 	"sync"
@@ -24,6 +25,12 @@ type Limits struct {
 	Fuel        int64
 	Timeout     time.Duration
 	MemoryPages uint32
+}
+
+// LimitsOf are the limits [wasm] sets every installed skill's quotas
+// within.
+func LimitsOf(w config.Wasm) Limits {
+	return Limits{Fuel: int64(w.FuelLimit), Timeout: w.Timeout.Duration, MemoryPages: uint32(w.MemoryLimitPages)}
 }
 
 // Gate is the executor's Skills. It is safe for concurrent use.

@@ -47,9 +47,20 @@ func Load(ctx context.Context, db ledger.DBTX, digest string) (map[string][]byte
 	case *trustedFor != sig.Publisher:
 		return nil, sig, nil, fmt.Errorf("%w: key %s is trusted for publisher %s, not %s", ErrUntrusted, sig.KeyID, *trustedFor, sig.Publisher)
 	}
+	files, err := Files(ctx, db, digest)
+	if err != nil {
+		return nil, sig, nil, err
+	}
+	return files, sig, ed25519.PublicKey(trusted), nil
+}
+
+// Files returns an installed artifact's stored files by path, whatever
+// its key's trust is now (verify --replay checks a module against the
+// digest an attestation signed); ErrNotFound when none is stored.
+func Files(ctx context.Context, db ledger.DBTX, digest string) (map[string][]byte, error) {
 	rows, err := db.Query(ctx, sqlFiles, digest)
 	if err != nil {
-		return nil, sig, nil, fmt.Errorf("skill files: %w", err)
+		return nil, fmt.Errorf("skill files: %w", err)
 	}
 	files := map[string][]byte{}
 	var path string
@@ -58,7 +69,10 @@ func Load(ctx context.Context, db ledger.DBTX, digest string) (map[string][]byte
 		files[path] = content
 		return nil
 	}); err != nil {
-		return nil, sig, nil, fmt.Errorf("skill files: %w", err)
+		return nil, fmt.Errorf("skill files: %w", err)
 	}
-	return files, sig, ed25519.PublicKey(trusted), nil
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: artifact %s", ErrNotFound, digest)
+	}
+	return files, nil
 }

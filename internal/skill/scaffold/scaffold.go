@@ -37,6 +37,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)+
 // params fill the templates.
 type params struct {
 	ID, Name, Publisher, Module, GoModule string
+	Execledger                            string // the command the Makefile runs
 }
 
 func paramsFor(id string) params {
@@ -44,12 +45,28 @@ func paramsFor(id string) params {
 	module := strings.ReplaceAll(parts[len(parts)-1], "-", "_")
 	name := strings.ToUpper(module[:1]) + module[1:]
 	return params{ID: id, Name: name, Publisher: parts[0], Module: module,
-		GoModule: "example.com/" + strings.Join(parts, "/")}
+		GoModule: "example.com/" + strings.Join(parts, "/"), Execledger: "execledger"}
+}
+
+// Publisher is the publisher Write puts in the manifest of skill id: its
+// first segment.
+func Publisher(id string) string { return strings.Split(id, ".")[0] }
+
+// Options change what Write writes.
+type Options struct {
+	// Execledger is the execledger command the Makefile runs (default
+	// "execledger", from PATH); skill new gives its own absolute path.
+	Execledger string
 }
 
 // Write creates dir (which must not exist, or be empty) holding a new
 // skill id in lang, and returns the files it wrote, relative to dir.
 func Write(dir, id, lang string) ([]string, error) {
+	return WriteWith(dir, id, lang, Options{})
+}
+
+// WriteWith is Write with options.
+func WriteWith(dir, id, lang string, o Options) ([]string, error) {
 	if !idPattern.MatchString(id) || len(id) > 128 {
 		return nil, fmt.Errorf("scaffold: %q is not a skill id: dotted lower-case segments such as acme.hello", id)
 	}
@@ -61,6 +78,12 @@ func Write(dir, id, lang string) ([]string, error) {
 		return nil, err
 	}
 	p := paramsFor(id)
+	if o.Execledger != "" {
+		if strings.ContainsAny(o.Execledger, " \t\n#$\"'\\") {
+			return nil, fmt.Errorf("scaffold: the execledger path %q holds a character a Makefile cannot take as is", o.Execledger)
+		}
+		p.Execledger = o.Execledger
+	}
 	var written []string
 	err := fs.WalkDir(templates, root, func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
