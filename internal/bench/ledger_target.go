@@ -232,6 +232,9 @@ func (t *ledgerTarget) summarize(ctx context.Context, s *Summary) error {
 	if err := readStates(ctx, t.workPool, queryLedgerStates, string(ledger.StateSucceeded), s); err != nil {
 		return err
 	}
+	if err := readWindows(ctx, t.workPool, "ledger.request_status", "submitted_at", "finished_at", s); err != nil {
+		return err
+	}
 	if err := readLatency(ctx, t.workPool, queryLedgerLatency, s); err != nil {
 		return err
 	}

@@ -37,6 +37,15 @@ WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`
 FROM (SELECT extract(epoch FROM finalized_at - created_at)::float8 * 1000 AS ms
       FROM river_job WHERE finalized_at IS NOT NULL) l`
 
+	// queryLatencyWindows (with a system's table, submit and final time
+	// columns) reads p50 and p99 of submit→final per window of $1 seconds
+	// of submit time, from the first request's: whether latency stays flat
+	// under a steady load, or climbs as the tables age.
+	queryLatencyWindows = `SELECT w, count(*), percentile_disc(0.5) WITHIN GROUP (ORDER BY ms), percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)
+FROM (SELECT floor(extract(epoch FROM s - min(s) OVER ()) / $1)::int AS w, extract(epoch FROM f - s)::float8 * 1000 AS ms
+      FROM (SELECT %s AS s, %s AS f FROM %s WHERE %s IS NOT NULL) x) l
+GROUP BY w ORDER BY w`
+
 	queryServerFacts = `SELECT current_setting('server_version'), current_setting('fsync'),
        current_setting('synchronous_commit'), current_setting('shared_buffers')`
 )

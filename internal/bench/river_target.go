@@ -116,6 +116,9 @@ func (t *riverTarget) summarize(ctx context.Context, s *Summary) error {
 	if err := readStates(ctx, t.workPool, queryRiverStates, "completed", s); err != nil {
 		return err
 	}
+	if err := readWindows(ctx, t.workPool, "river_job", "created_at", "finalized_at", s); err != nil {
+		return err
+	}
 	return readLatency(ctx, t.workPool, queryRiverLatency, s)
 }
 

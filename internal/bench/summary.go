@@ -59,6 +59,8 @@ type Summary struct {
 	// (inserting and working); its PostgreSQL part only with a private
 	// cluster (Config.PostmasterPID).
 	CPU *CPU `json:"cpu_per_request,omitempty"`
+	// Windows is a continuous run's latency per 10 s of submit time.
+	Windows []LatencyWindow `json:"latency_windows_ms,omitempty"`
 }
 
 // Latency holds percentiles in milliseconds.
@@ -119,6 +121,13 @@ func (s *Summary) print(w io.Writer) {
 	if s.EventsPerRequest > 0 {
 		fmt.Fprintf(w, "  events/request    %.2f\n", s.EventsPerRequest)
 	}
+	if len(s.Windows) > 0 {
+		var p50, p99 []string
+		for _, win := range s.Windows {
+			p50, p99 = append(p50, fmt.Sprintf("%.1f", win.P50)), append(p99, fmt.Sprintf("%.1f", win.P99))
+		}
+		fmt.Fprintf(w, "  per %d s window   p50 %s\n                    p99 %s\n", windowSeconds, strings.Join(p50, " "), strings.Join(p99, " "))
+	}
 	if c := s.CPU; c != nil {
 		pg := "PostgreSQL not measured (a shared server: --private-cluster)"
 		if c.Postgres > 0 {
@@ -168,4 +177,39 @@ func readLatency(ctx context.Context, pool *pgxpool.Pool, query string, s *Summa
 		return fmt.Errorf("bench: read latency: %w", err)
 	}
 	return nil
+}
+
+// LatencyWindow is submit→final latency of the requests submitted in one
+// window of a continuous run.
+type LatencyWindow struct {
+	StartSeconds float64 `json:"start_s"` // from the first submit
+	Count        int64   `json:"count"`
+	P50          float64 `json:"p50"`
+	P99          float64 `json:"p99"`
+}
+
+// windowSeconds is the width of Summary.Windows.
+const windowSeconds = 10
+
+// readWindows reads a continuous run's latency per window of submit time
+// from table's submit and final columns.
+func readWindows(ctx context.Context, pool *pgxpool.Pool, table, submitted, final string, s *Summary) error {
+	if s.Mode != ModeContinuous {
+		return nil
+	}
+	rows, err := pool.Query(ctx, fmt.Sprintf(queryLatencyWindows, submitted, final, table, final), windowSeconds)
+	if err != nil {
+		return fmt.Errorf("bench: read latency windows: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var w int
+		var lw LatencyWindow
+		if err := rows.Scan(&w, &lw.Count, &lw.P50, &lw.P99); err != nil {
+			return fmt.Errorf("bench: read latency windows: %w", err)
+		}
+		lw.StartSeconds = float64(w * windowSeconds)
+		s.Windows = append(s.Windows, lw)
+	}
+	return rows.Err()
 }

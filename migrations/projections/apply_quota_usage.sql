@@ -3,7 +3,9 @@
 -- quota_usage and its per-run, per-reason and per-bucket tables, in either
 -- grammar (021): request.decided counts as policy.decided (and, with a
 -- budget member, as budget.consumed), execution.completed as
--- execution.finished.
+-- execution.finished. A request event's principal and run come from the
+-- request's row in ledger.request_status (columns), not from parsing its
+-- tool.requested again for every event.
 
 CREATE OR REPLACE FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
@@ -14,8 +16,8 @@ DECLARE
     f ledger.quota_fact[];
 BEGIN
     f := ARRAY(
-    SELECT ROW(coalesce(o.payload ->> 'principal', e.payload ->> 'principal'),
-           coalesce(o.payload ->> 'run_id', e.payload ->> 'run_id'),
+    SELECT ROW(coalesce(rq.principal, o.payload ->> 'principal', e.payload ->> 'principal'),
+           CASE WHEN rq.id IS NOT NULL THEN rq.run_id ELSE coalesce(o.payload ->> 'run_id', e.payload ->> 'run_id') END,
            e.recorded_at,
            CASE WHEN e.type IN ('policy.decided', 'request.decided') AND e.payload ->> 'decision' = 'deny' THEN coalesce(e.payload ->> 'error_kind', 'policy_denied')
                 WHEN e.type = 'approval.denied' THEN 'approval_denied' END,
@@ -43,12 +45,20 @@ BEGIN
                                ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.denied',
                                      'execution.finished', 'execution.completed', 'egress.connection', 'run.budget_set',
                                      'run.ended', 'budget.consumed']) e
+    -- A request's principal and run: its request_status row's columns,
+    -- which submit wrote with its tool.requested, in the same transaction,
+    -- before any later event of the stream could commit; without that row
+    -- (a log whose request read model is not there), its tool.requested's.
+    -- A process's: its process.started's.
+    LEFT JOIN ledger.request_status rq
+           ON rq.id = CASE WHEN e.stream ~ '^request:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                           THEN substr(e.stream, 9)::uuid END
     LEFT JOIN ledger.events o
-           ON o.version = 1 AND o.stream = e.stream AND e.type IN ('request.decided', 'policy.decided', 'approval.denied',
-                                                                   'execution.finished', 'execution.completed',
-                                                                   'egress.connection', 'budget.consumed')
+           ON o.version = 1 AND o.stream = e.stream AND rq.id IS NULL
+              AND e.type IN ('request.decided', 'policy.decided', 'approval.denied', 'execution.finished', 'execution.completed',
+                             'egress.connection', 'budget.consumed')
               AND (e.stream LIKE 'request:%' OR e.stream LIKE 'process:%')
-    WHERE e.type IN ('tool.requested', 'run.budget_set', 'run.ended') OR o.stream IS NOT NULL);
+    WHERE e.type IN ('tool.requested', 'run.budget_set', 'run.ended') OR o.stream IS NOT NULL OR rq.id IS NOT NULL);
     n := cardinality(f);
     IF n = 0 THEN
         RETURN 0;
