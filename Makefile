@@ -12,9 +12,12 @@ run: build
 	bash scripts/ensure-postgres.sh
 	./$(BIN) dev
 
-## test: install and start what the tests need, then run every test
+## test: install and start what the tests need, then run every test, and again those of
+## internal/bench whose River half is linked only with -tags river (River, river-audited)
+RIVER_TESTS := ^(TestRun|TestRiverAudited|TestConfigValidate)$$
 test: deps lint
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+	$(GO) test $(TEST_FLAGS) -tags river -run '$(RIVER_TESTS)' ./internal/bench/
 
 build:
 	$(GO) build -o $(BIN) ./cmd/execledger
@@ -37,6 +40,7 @@ lint: vet cross
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags river ./internal/bench/ ./cmd/execledger/
 
 ## cross: build and vet for macOS and Windows, whose process.run runs tier C under
 ## sandbox-exec and a job object (docs/process-sandbox.md); their runners are
@@ -55,8 +59,8 @@ bench: deps
 	$(GO) build -tags river -o $(BIN) ./cmd/execledger
 	$(GO) test -run '^$$' -bench . -benchtime 1s -timeout 60m ./ledger/ -rounds 10 | tee bench.out
 	$(GO) run golang.org/x/perf/cmd/benchstat@latest -ignore /round bench.out
-	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system both --mode burndown --n 20000
-	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system both --mode continuous --duration 20s
+	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system all --mode burndown --n 20000
+	DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" ./$(BIN) bench --system all --mode continuous --duration 20s
 	$(GO) test -count=1 -run '^TestSpawnCost$$' -v ./internal/sandbox/processrun/ -spawn.rounds 9 -spawn.self "$$PWD/$(BIN)"
 	$(GO) test -run '^$$' -bench 'TrivialSkill|RawWazero' -count 6 -benchtime 20000x ./internal/sandbox/wasmrun/
 	$(GO) test -run '^$$' -bench 'CPUHeavy' -count 3 -benchtime 10x ./internal/sandbox/wasmrun/

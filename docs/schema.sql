@@ -2660,6 +2660,25 @@ $$;
 
 
 --
+-- Name: run_budget(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.run_budget(run_id text, principal text DEFAULT NULL::text) RETURNS TABLE(max_calls integer, used integer, ended boolean)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    SELECT r.max_calls, coalesce(r.used, 0), coalesce(r.ended_at IS NOT NULL, false)
+    FROM (SELECT coalesce($2, ledger.current_principal()) AS principal) k
+    LEFT JOIN ledger.runs r ON r.principal = k.principal AND r.run_id = $1
+    WHERE $1 IS NOT NULL AND k.principal IS NOT NULL
+      AND (k.principal IS NOT DISTINCT FROM ledger.current_principal()
+           OR pg_has_role(session_user, 'ledger_auditor', 'MEMBER')
+           OR pg_has_role(session_user, 'ledger_executor', 'MEMBER')
+           OR pg_has_role(session_user, 'ledger_admin', 'MEMBER'))
+$_$;
+
+
+--
 -- Name: set_run_budget(text, integer); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -5716,6 +5735,18 @@ REVOKE ALL ON FUNCTION ledger.refuse_log_change() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION ledger.register_waiter(executor text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.register_waiter(executor text) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION run_budget(run_id text, principal text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.run_budget(run_id text, principal text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.run_budget(run_id text, principal text) TO ledger_submitter;
+GRANT ALL ON FUNCTION ledger.run_budget(run_id text, principal text) TO ledger_approver;
+GRANT ALL ON FUNCTION ledger.run_budget(run_id text, principal text) TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.run_budget(run_id text, principal text) TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.run_budget(run_id text, principal text) TO ledger_admin;
 
 
 --

@@ -36,7 +36,11 @@ type attestationInput struct {
 	finished    time.Time
 	result      Result
 	approvalRef string
-	skill       *attest.Skill // the skill artifact, for skill tools
+	// policyDigest is the digest of the policy that decided; "" (an
+	// outcome no decision of this executor led to: a rescue, an expiry)
+	// means the policy in force.
+	policyDigest string
+	skill        *attest.Skill // the skill artifact, for skill tools
 	// trace is the span the attestation.signed event is written in.
 	trace trace.SpanContext
 }
@@ -53,7 +57,7 @@ func (r *recorder) sign(ctx context.Context, in attestationInput) (attestation, 
 		Executor:       in.executor,
 		ExecutorHost:   r.label,
 		Enforcement:    in.result.Enforcement,
-		PolicyDigest:   r.policyDigest,
+		PolicyDigest:   in.policyDigestOr(r.policy),
 		Decision:       in.decision,
 		DecisionReason: in.reason,
 		ApprovalRef:    in.approvalRef,
@@ -94,4 +98,13 @@ func (r *recorder) sign(ctx context.Context, in attestationInput) (attestation, 
 // besides the outcome.
 func (a attestation) members() map[string]any {
 	return map[string]any{"attestation_digest": a.digest, "key_id": a.keyID, "envelope": a.envelope}
+}
+
+// policyDigestOr is the attestation's policy digest: the deciding
+// policy's, else the one in force.
+func (in attestationInput) policyDigestOr(ref *policyRef) string {
+	if in.policyDigest != "" {
+		return in.policyDigest
+	}
+	return ref.load().Digest()
 }

@@ -64,10 +64,10 @@ type budget struct {
 // budget, skill status, support, policy, the tool's own checks (its
 // Prepare), approval; only then is the budget charged. Every stage's
 // decision is recorded.
-func (c *claimer) authorize(ctx context.Context, j *job, budgets map[runKey]*budget) gate {
+func (c *claimer) authorize(ctx context.Context, pol *policy.Engine, j *job, budgets map[runKey]*budget) gate {
 	deny := func(stage string, kind ledger.ErrorKind, reason, msg string) gate {
 		return gate{verdict: verdictDeny, errorKind: kind, message: msg, stage: stage,
-			decision: policy.Decision{Allowed: false, ReasonCode: reason, PolicyDigest: c.policy.Digest(), Action: "tool.execute"}}
+			decision: policy.Decision{Allowed: false, ReasonCode: reason, PolicyDigest: pol.Digest(), Action: "tool.execute"}}
 	}
 	if limit := inputCap(j.tool, j.impl); len(j.input) > limit {
 		return deny("input", ledger.KindInvalidInput, "quota/tool_input_too_large",
@@ -94,7 +94,13 @@ func (c *claimer) authorize(ctx context.Context, j *job, budgets map[runKey]*bud
 	// policy says: checked before Cedar, so that the denial names the
 	// real cause rather than the absence of a permit.
 	if j.impl == nil {
-		return deny("support", ledger.KindPolicyDenied, "tool.unsupported", fmt.Sprintf("tool %q is not supported by this executor", j.tool))
+		msg := fmt.Sprintf("tool %q is not supported by this executor", j.tool)
+		if c.cfg.UnsupportedHint != nil {
+			if hint := c.cfg.UnsupportedHint(j.tool); hint != "" {
+				msg += ": " + hint
+			}
+		}
+		return deny("support", ledger.KindPolicyDenied, "tool.unsupported", msg)
 	}
 	req := j.policyRequest()
 	req.Sensitive = c.tools.sensitiveJob(j)
@@ -102,9 +108,9 @@ func (c *claimer) authorize(ctx context.Context, j *job, budgets map[runKey]*bud
 		req.Skill, req.SkillVersion, req.SkillPublisher = j.skill.Skill.ID, j.skill.Skill.Version, j.skill.Skill.Publisher
 		req.SkillRequiresApproval, req.Capabilities = j.skill.RequiresApproval, j.skill.Capabilities
 	}
-	d := c.policy.Authorize(req)
+	d := pol.Authorize(req)
 	if !d.Allowed {
-		g := deny("policy", ledger.KindPolicyDenied, d.ReasonCode, "denied by policy: "+d.ReasonCode)
+		g := deny("policy", ledger.KindPolicyDenied, d.ReasonCode, "denied by policy: "+d.Plain(req))
 		g.decision = d
 		return g
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/ledger"
 )
 
@@ -42,7 +41,7 @@ type jobRunner interface {
 type claimer struct {
 	cfg     Config
 	rec     *recorder
-	policy  *policy.Engine
+	policy  *policyRef
 	tools   *toolSet
 	runner  jobRunner
 	metrics *Metrics
@@ -272,9 +271,10 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 		return nil, nil, nil, err
 	}
 	now := time.Now()
+	pol := c.policy.load() // one policy for the whole batch
 	for _, j := range jobs {
 		endAuthorize := c.tracing.authorize(j)
-		g := c.authorize(ctx, j, budgets)
+		g := c.authorize(ctx, pol, j, budgets)
 		j.decision = g.decision
 		sa := ledger.StreamAppend{Stream: j.stream(), Expected: j.version}
 		decided := c.decidedPayload(j, g)
@@ -285,7 +285,7 @@ func (c *claimer) decide(ctx context.Context, tx pgx.Tx, jobs []*job, w *writes)
 			res := failure(g.errorKind, g.message)
 			a, err := c.rec.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 				runID: j.runID, inputDigest: j.inputDigest, executor: "policy", decision: "deny", reason: g.decision.ReasonCode,
-				started: now, finished: now, result: res, skill: j.skillRef(), trace: j.trace.sc})
+				started: now, finished: now, result: res, skill: j.skillRef(), trace: j.trace.sc, policyDigest: g.decision.PolicyDigest})
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -450,7 +450,7 @@ func (c *claimer) decidedPayload(j *job, g gate) map[string]any {
 		"action":               g.decision.Action,
 		"determining_policies": pols,
 		"errors":               errs,
-		"policy_digest":        c.policy.Digest(),
+		"policy_digest":        g.decision.PolicyDigest,
 		"sensitive":            c.tools.sensitiveJob(j),
 		"approved":             j.approved,
 		"origin":               j.policyRequest().Origin(),

@@ -173,7 +173,7 @@ func (r *recorder) outcome(ctx context.Context, j *job, res Result, finished tim
 	state := res.State()
 	a, err := r.sign(ctx, attestationInput{requestID: j.id, attempt: j.attempt, tool: j.tool, principal: j.principal,
 		runID: j.runID, inputDigest: j.inputDigest, output: res.Output, executor: j.impl.Executor(), tier: j.impl.Tier(),
-		decision: "allow", reason: j.decision.ReasonCode, started: j.started, finished: finished, result: res,
+		decision: "allow", reason: j.decision.ReasonCode, policyDigest: j.decision.PolicyDigest, started: j.started, finished: finished, result: res,
 		skill: j.skillRef(), trace: j.trace.sc})
 	if err != nil {
 		return nil, nil, err

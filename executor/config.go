@@ -39,6 +39,10 @@ type Config struct {
 	// Skills, when set, serves the tools of installed skills (tier A);
 	// registered tools take precedence over a skill tool of the same id.
 	Skills Skills
+	// UnsupportedHint, when set, says how to make this executor run a
+	// tool it does not support (which configuration key turns it on); it
+	// is added to the denial's message. "" adds nothing.
+	UnsupportedHint func(tool string) string
 	// TracerProvider, when set, receives a trace per request (trace.go);
 	// nil turns tracing off.
 	TracerProvider trace.TracerProvider

@@ -25,7 +25,7 @@ type Executor struct {
 	cfg    Config
 	pool   *pgxpool.Pool
 	store  *ledger.Store
-	policy *policy.Engine
+	policy *policyRef
 	logger *slog.Logger
 
 	claimer   *claimer
@@ -57,18 +57,20 @@ func New(pool *pgxpool.Pool, cfg Config, pol *policy.Engine, signer *attest.Sign
 		tr.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
 	store := ledger.NewStore(pool)
-	rec := &recorder{pool: pool, store: store, signer: signer, policyDigest: pol.Digest(), label: cfg.Label,
+	pr := &policyRef{}
+	pr.p.Store(pol)
+	rec := &recorder{pool: pool, store: store, signer: signer, policy: pr, label: cfg.Label,
 		approvalTimeout: cfg.ApprovalTimeout, logger: logger}
 	hooks := &testHooks{}
 	outcomes := make(chan outcome, cfg.Workers)
 	run := newRunner(cfg.Workers, cfg.ToolTimeout, outcomes)
 	run.tools, run.metrics, run.tracing, run.logger, run.hooks = ts, cfg.Metrics, tr, logger, hooks
-	cl := &claimer{cfg: cfg, rec: rec, policy: pol, tools: ts, runner: run, metrics: cfg.Metrics, tracing: tr, logger: logger,
+	cl := &claimer{cfg: cfg, rec: rec, policy: pr, tools: ts, runner: run, metrics: cfg.Metrics, tracing: tr, logger: logger,
 		wake: make(chan struct{}, 1), hooks: hooks}
 	run.freed = cl.poke
 	hb := &heartbeat{pool: pool, lease: cfg.Lease, claims: run, logger: logger}
 	return &Executor{
-		cfg: cfg, pool: pool, store: store, policy: pol, logger: logger,
+		cfg: cfg, pool: pool, store: store, policy: pr, logger: logger,
 		claimer: cl,
 		runner:  run,
 		completer: &completer{rec: rec, batchSize: cfg.CompleteBatch, in: outcomes, jobs: run, tools: ts, metrics: cfg.Metrics,
@@ -105,7 +107,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	wg.Go(func() { e.heartbeat.run(bg) })
 	wg.Go(func() { e.rescuer.run(bg) })
 
-	e.logger.Info("executor started", slog.Int("workers", e.cfg.Workers), slog.String("policy_digest", e.policy.Digest()))
+	e.logger.Info("executor started", slog.Int("workers", e.cfg.Workers), slog.String("policy_digest", e.policy.load().Digest()))
 	e.claimer.run(ctx)
 	e.runner.shutdown(e.cfg.ShutdownGrace)
 	close(e.completer.in)
@@ -126,7 +128,7 @@ func (e *Executor) Run(ctx context.Context) error {
 func (e *Executor) startup(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for {
-		err := e.publishPolicy(ctx)
+		err := e.publishPolicy(ctx, e.policy.load())
 		if err == nil || ctx.Err() != nil || !contract.DatabaseAway(err) {
 			return err
 		}
@@ -138,23 +140,23 @@ func (e *Executor) startup(ctx context.Context) error {
 
 // publishPolicy appends policy.published when the loaded policy set is not
 // the one the log last recorded.
-func (e *Executor) publishPolicy(ctx context.Context) error {
+func (e *Executor) publishPolicy(ctx context.Context, pol *policy.Engine) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		var last *string
 		err := e.pool.QueryRow(ctx, queryLastPolicyDigest).Scan(&last)
 		if err != nil && !isNoRows(err) {
 			return fmt.Errorf("executor: read policy digest: %w", err)
 		}
-		if last != nil && *last == e.policy.Digest() {
+		if last != nil && *last == pol.Digest() {
 			return nil
 		}
 		files := []map[string]string{}
-		for _, s := range e.policy.Sources() {
+		for _, s := range pol.Sources() {
 			files = append(files, map[string]string{"name": s.Name, "text": string(s.Text)})
 		}
 		_, err = e.store.Append(ctx, "policy", ledger.AnyVersion, ledger.NewEvent{
 			Type:     "policy.published",
-			Payload:  map[string]any{"policy_digest": e.policy.Digest(), "policy_ids": e.policy.PolicyIDs(), "files": files},
+			Payload:  map[string]any{"policy_digest": pol.Digest(), "policy_ids": pol.PolicyIDs(), "files": files},
 			Metadata: ledger.Metadata{Actor: e.cfg.Label},
 		})
 		if errors.Is(err, ledger.ErrConcurrency) {
@@ -163,7 +165,7 @@ func (e *Executor) publishPolicy(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("executor: publish policy: %w", err)
 		}
-		e.logger.Info("policy published", slog.String("policy_digest", e.policy.Digest()))
+		e.logger.Info("policy published", slog.String("policy_digest", pol.Digest()))
 		return nil
 	}
 	return errors.New("executor: publish policy: too many concurrent publishers")

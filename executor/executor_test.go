@@ -407,18 +407,25 @@ func TestEndedRunTakesNoMoreCalls(t *testing.T) {
 	}
 }
 
-func TestDefaultBudgetIsFour(t *testing.T) {
+// TestDefaultBudget: six calls of one run all run under the default
+// budget (issue 25: a default of 4 surprised), and
+// executor.default_max_calls_per_run still bounds a run that set none.
+func TestDefaultBudget(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
-	var denied int
-	for i := range 6 {
-		r := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": fmt.Sprint(i)}, RunID: "r-default"}))
-		if r.State == ledger.StateDenied {
-			denied++
+	calls := func(e *env, run string) (denied int) {
+		for i := range 6 {
+			r := await(t, e.alice, submit(t, e.alice, ledger.SubmitParams{Tool: "echo", Input: map[string]any{"text": fmt.Sprint(i)}, RunID: run}))
+			if r.State == ledger.StateDenied {
+				denied++
+			}
 		}
+		return denied
 	}
-	if denied != 2 {
-		t.Fatalf("%d of 6 denied, want 2", denied)
+	if denied := calls(setup(t, nil), "r-default"); denied != 0 {
+		t.Errorf("%d of 6 denied under the default budget, want 0", denied)
+	}
+	if denied := calls(setup(t, func(c *Config) { c.DefaultMaxCallsPerRun = 4 }), "r-four"); denied != 2 {
+		t.Errorf("%d of 6 denied with default_max_calls_per_run 4, want 2", denied)
 	}
 }
 

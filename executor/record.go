@@ -22,8 +22,8 @@ type recorder struct {
 	pool            *pgxpool.Pool
 	store           *ledger.Store
 	signer          *attest.Signer
-	policyDigest    string
-	label           string // the executor's Config.Label
+	policy          *policyRef // the policy in force, for attestations of outcomes no decision of this executor led to
+	label           string     // the executor's Config.Label
 	approvalTimeout time.Duration
 	logger          *slog.Logger
 	head            logHead // the newest checkpoint, for attestations

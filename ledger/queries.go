@@ -27,6 +27,8 @@ WHERE e.stream = $1 AND e.version > $2 ORDER BY e.version LIMIT $3`
 
 	queryReadAll = `SELECT ` + eventColumns + ` FROM ledger.read_all($1::xid8, $2, $3)`
 
+	queryRunBudget = `SELECT max_calls, used, ended FROM ledger.run_budget($1, $2)`
+
 	querySubmit = `SELECT ledger.submit($1, $2::jsonb, $3, $4, $5::jsonb)`
 
 	queryCancel = `SELECT ledger.cancel($1, $2)`

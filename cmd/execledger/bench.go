@@ -25,6 +25,7 @@ type benchFlags struct {
 	keep, noProjector, noSealer bool
 	cpuProfile, traceFile       string
 	claimBatch, completeBatch   int
+	auditChains                 int
 	workSettings                map[string]string
 	privateCluster              string
 	pgSettings                  []string
@@ -36,14 +37,19 @@ func newBenchCmd(e *env) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure throughput and latency against River on fresh databases",
 		Long: `Bench measures end-to-end throughput and submit-to-final latency on a fresh database on
-DATABASE_URL's server, with River as the same-run baseline: it runs River first, then
-Execledger, and prints the ratio execledger/river. Execledger runs the projection engine and
-the sealer beside its executor, as serve does (--no-projector, --no-sealer: without them).
+DATABASE_URL's server, with River as the same-run baseline: it runs the baselines first, then
+Execledger, and prints the ratios. The baselines are River with a no-op worker (river) and
+River where each job also appends its state changes to an insert-only audit table chained by
+SHA-256 and signs its outcome with Ed25519 (river-audited), whose audit log is verified after
+the run. --system takes execledger, river, river-audited, both (river and execledger), all,
+or a comma-separated list. Execledger runs the projection engine and the sealer beside its
+executor, as serve does (--no-projector, --no-sealer: without them).
 
 River is linked only into a binary built with -tags river (make bench builds one); without
-it, --system river and both are usage errors. docs/benchmarks.md has the method.`,
+it, every system but execledger is a usage error. docs/benchmarks.md has the method.`,
 		Example: `  execledger bench --system execledger --mode burndown --n 20000
-  execledger bench --system both --mode continuous --duration 20s --json`,
+  execledger bench --system all --mode continuous --duration 20s --json
+  execledger bench --system river-audited,execledger --n 5000`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), e, f)
@@ -51,13 +57,9 @@ it, --system river and both are usage errors. docs/benchmarks.md has the method.
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.mode, "mode", bench.ModeBurndown, "burndown (insert N, then drain) or continuous (insert and work at once for --duration)")
-	// Both where River is linked (make bench), else Execledger alone: a
+	// All where River is linked (make bench), else Execledger alone: a
 	// plain build's bench runs as it is instead of failing on its default.
-	defaultSystem := bench.SystemExecledger
-	if bench.RiverLinked {
-		defaultSystem = bench.SystemBoth
-	}
-	fl.StringVar(&f.system, "system", defaultSystem, "execledger, river, or both (River first; prints the ratio execledger/river); both when River is linked (-tags river), else execledger")
+	fl.StringVar(&f.system, "system", bench.DefaultSystem, "execledger, river, river-audited, both (river and execledger), all, or a comma-separated list; baselines first, then the ratios; all when River is linked (-tags river), else execledger")
 	fl.IntVar(&f.n, "n", 20000, "burndown: requests inserted before the workers start")
 	fl.DurationVar(&f.duration, "duration", 30*time.Second, "continuous: how long to submit")
 	fl.Float64Var(&f.rate, "rate", 0, "continuous: the offered load in requests/s on a fixed schedule, whether or not the system keeps up (0: as fast as the submitters can)")
@@ -74,6 +76,8 @@ it, --system river and both are usage errors. docs/benchmarks.md has the method.
 		"with --private-cluster: a server setting `NAME=VALUE` (repeatable), e.g. autovacuum=off")
 	fl.DurationVar(&f.riverCooldown, "river-fetch-cooldown", bench.DefaultRiverFetchCooldown,
 		"River's FetchCooldown; River's own default, 100ms, caps a queue at 10 fetches a second")
+	fl.IntVar(&f.auditChains, "audit-chains", bench.DefaultAuditChains,
+		"river-audited: the SHA-256 chains its audit table is striped over (job id mod N), each appended under a lock held until commit")
 	e.configFlag(cmd)
 	// Hidden: tools for whoever digs into the figures.
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
@@ -94,7 +98,7 @@ it, --system river and both are usage errors. docs/benchmarks.md has the method.
 		}
 	}
 	enumFlag(cmd, "mode", bench.ModeBurndown, bench.ModeContinuous)
-	enumFlag(cmd, "system", bench.SystemExecledger, bench.SystemRiver, bench.SystemBoth)
+	enumFlag(cmd, "system", bench.SystemNames...)
 	return cmd
 }
 
@@ -106,7 +110,7 @@ func runBench(ctx context.Context, e *env, f benchFlags) error {
 	cfg := bench.Config{
 		AdminURL: conf.Database.URL, Mode: f.mode, System: f.system, N: f.n, Duration: f.duration, Rate: f.rate,
 		Submitters: f.submitters, Workers: f.workers, Keep: f.keep, NoProjector: f.noProjector, NoSealer: f.noSealer,
-		RiverFetchCooldown: f.riverCooldown, ClaimBatch: f.claimBatch, CompleteBatch: f.completeBatch, WorkSettings: f.workSettings,
+		RiverFetchCooldown: f.riverCooldown, AuditChains: f.auditChains, ClaimBatch: f.claimBatch, CompleteBatch: f.completeBatch, WorkSettings: f.workSettings,
 		Progress: e.io.out, Logger: slog.New(slog.NewTextHandler(e.io.err, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if e.json {

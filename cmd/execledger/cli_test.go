@@ -202,7 +202,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{""}, []string{"submit", "skill", "projector", "verify", "version", "completion"}},
 		{[]string{"skill", ""}, []string{"install", "approve", "trust"}},
 		{[]string{"skill", "trust", ""}, []string{"add", "revoke", "list"}},
-		{[]string{"bench", "--system", ""}, []string{"execledger", "river", "both"}},
+		{[]string{"bench", "--system", ""}, []string{"execledger", "river", "river-audited", "both", "all"}},
 		{[]string{"bench", "--mode", ""}, []string{"burndown", "continuous"}},
 		{[]string{"skill", "new", "x", "--lang", ""}, []string{"wat", "go"}},
 		{[]string{"help", "projector", ""}, []string{"status", "retry", "rebuild", "verify"}},
@@ -216,8 +216,27 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
+// TestBenchUsage: a bad --system or --audit-chains is a usage error that
+// says what is wanted, before any database is touched.
+func TestBenchUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--system", "sidekiq"}, "river-audited"},
+		{[]string{"--system", "execledger,"}, "comma-separated"},
+		{[]string{"--system", "execledger", "--audit-chains", "-1"}, "audit chains -1"},
+	} {
+		r := execute(t, []string{"DATABASE_URL=postgres://postgres@127.0.0.1:1/x"}, "", append([]string{"bench"}, tc.args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("bench %q: %+v, want usage error with %q", tc.args, r, tc.want)
+		}
+	}
+}
+
 // TestRiverBuildTag: River is linked only with -tags river; the default
-// build has none of it, and refuses --system river and both.
+// build has none of it, and refuses every system but execledger.
 func TestRiverBuildTag(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
@@ -237,7 +256,7 @@ func TestRiverBuildTag(t *testing.T) {
 	if bench.RiverLinked { // go test -tags river
 		return
 	}
-	for _, sys := range []string{"river", "both"} {
+	for _, sys := range []string{"river", "river-audited", "both", "all", "execledger,river-audited"} {
 		r := execute(t, []string{"DATABASE_URL=postgres://postgres@127.0.0.1:1/x"}, "", "bench", "--system", sys)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "-tags river") {
 			t.Errorf("bench --system %s: %+v", sys, r)

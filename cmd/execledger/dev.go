@@ -47,13 +47,34 @@ VALUES ('demo_alice', 'alice'), ('demo_bob', 'bob'), ('demo_approver', 'approver
 ON CONFLICT DO NOTHING;
 `
 
-// demoPolicy is the Cedar policy `execledger dev` authorizes against when
-// the configuration names none: principals demo and alice may run echo
-// and sleep; bob may sleep but never echo, to show a denial.
-const demoPolicy = `@id("demo-and-alice")
+// demoPolicy is the Cedar policy `execledger dev` writes to policy.cedar
+// beside its data directory when the configuration names no policy file
+// and none is there yet: principals demo and alice may run echo, sleep,
+// process.run and any installed skill; bob may sleep but never echo, to
+// show a denial. dev reloads the file when it changes.
+const demoPolicy = `// The policy of execledger dev. Edit it: dev reloads it within seconds of a change.
+// An edit that does not load is refused (dev logs why, with the line) and the policy
+// in force stays. Check an edit first with:   execledger policy check FILE
+// See why a request was allowed or denied:    execledger policy explain REQUEST_ID
+//
+// A request is principal Principal::"<principal>" doing Action::"tool.execute" on
+// Tool::"<tool>"; a skill's tool is also checked as Action::"skill.execute" on
+// Skill::"<skill id>". Anything no permit matches is denied.
+
+@id("demo-and-alice")
 permit (principal, action == Action::"tool.execute", resource)
 when { (principal == Principal::"demo" || principal == Principal::"alice") &&
-       (resource == Tool::"echo" || resource == Tool::"sleep") };
+       (resource == Tool::"echo" || resource == Tool::"sleep" ||
+        resource == Tool::"process.run" || resource == Tool::"process.status" || resource == Tool::"process.stop") };
+
+// Installed skills' tools (context.skill_id is set only for them), and the skills themselves.
+@id("demo-and-alice-skill-tools")
+permit (principal, action == Action::"tool.execute", resource)
+when { (principal == Principal::"demo" || principal == Principal::"alice") && context.skill_id != "" };
+
+@id("demo-and-alice-skills")
+permit (principal, action == Action::"skill.execute", resource)
+when { principal == Principal::"demo" || principal == Principal::"alice" };
 
 @id("bob-sleeps")
 permit (principal == Principal::"bob", action == Action::"tool.execute", resource == Tool::"sleep");
@@ -62,17 +83,64 @@ permit (principal == Principal::"bob", action == Action::"tool.execute", resourc
 forbid (principal == Principal::"bob", action == Action::"tool.execute", resource == Tool::"echo");
 `
 
-// devServices uses the configured policy files and key when there are
-// any, else the demo policy and a key kept beside the data directory.
+// devPolicyFile is the policy file dev authorizes against: the
+// configured files' first when there are any, else policy.cedar beside
+// the data directory, written with demoPolicy when missing (an edited
+// file is never overwritten). It sets cfg.Policy.Files.
+func devPolicyFile(cfg *config.Config, logger *slog.Logger) (string, error) {
+	if len(cfg.Policy.Files) > 0 {
+		return cfg.Policy.Files[0], nil
+	}
+	dir, err := filepath.Abs(filepath.Dir(filepath.Clean(cfg.Dev.DataDir)))
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "policy.cedar")
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(file, []byte(demoPolicy), 0o644); err != nil {
+			return "", err
+		}
+		logger.Info("wrote the demo policy", slog.String("file", file))
+	}
+	cfg.Policy.Files = []string{file}
+	return file, nil
+}
+
+// devTools turns process.run's tier auto into a tier, or turns
+// process.run off when neither tier can run here; the lines returned say
+// so, for the banner.
+func devTools(ctx context.Context, cfg *config.Config, logger *slog.Logger) []string {
+	var lines []string
+	if cfg.Process.Enabled {
+		warn, err := resolveTier(ctx, &cfg.Process)
+		switch {
+		case err != nil:
+			cfg.Process.Enabled = false
+			logger.Warn("process.run is off", slog.Any("error", err))
+			lines = append(lines, "WARNING: process.run is off: "+err.Error())
+		case warn != "":
+			logger.Warn(warn)
+			lines = append(lines, "WARNING: "+warn)
+		default:
+			lines = append(lines, fmt.Sprintf("process.run: tier %s, programs %s (process_run.allowed_executables)",
+				cfg.Process.Tier, strings.Join(cfg.Process.AllowedExecutables, " ")))
+		}
+	}
+	if cfg.Wasm.Enabled && cfg.Skills.Enabled {
+		lines = append(lines, "Skills: installed skills run in tier A once enabled (README, Skills).")
+	}
+	return lines
+}
+
+// devServices uses the policy files (devPolicyFile's) and the configured
+// key when there is one, else a key kept beside the data directory.
 func devServices(cfg config.Config, logger *slog.Logger) (services, error) {
 	var svc services
 	var err error
-	if len(cfg.Policy.Files) > 0 {
-		svc.policy, err = policy.Load(cfg.Policy.Files...)
-	} else {
-		svc.policy, err = policy.FromSources([]policy.Source{{Name: "demo.cedar", Text: []byte(demoPolicy)}})
-	}
-	if err != nil {
+	if svc.policy, err = policy.Load(cfg.Policy.Files...); err != nil {
 		return services{}, err
 	}
 	key := cfg.Attest.KeyFile
@@ -124,7 +192,12 @@ func newDevCmd(e *env) *cobra.Command {
 		Short: "Start an embedded PostgreSQL (unless DATABASE_URL is set), migrate it and serve",
 		Long: `Dev starts an embedded PostgreSQL in [dev] data_dir unless DATABASE_URL is set, migrates
 it, adds the demo principals and login roles, and serves as serve does: with the configured
-policy and keys, or a demo policy and keys it generates beside the data directory.
+policy and keys, or a demo policy (policy.cedar) and keys it writes beside the data directory.
+It reloads the policy file when it changes (policy.reload_interval); an edit that does not
+load is refused with a log line and the policy in force stays.
+Unlike serve, dev turns process.run on (tier C where bubblewrap works, else tier B when root,
+with a warning; process_run.allowed_executables: a few harmless programs) and tier A, so
+that installed skills run; the configuration can still turn either off.
 It serves the web console too (console.listen; --console=false turns it off) and prints its URL;
 on the embedded server, which checks no passwords, any password signs a demo login in.
 Ctrl-C stops the service and the embedded database.`,
@@ -147,12 +220,17 @@ type embeddedDB interface {
 }
 
 func runDev(ctx context.Context, e *env, withConsole bool) error {
-	cfg, err := e.loadConfig(e.config)
+	cfg, err := config.LoadOnto(config.DevDefault(), e.config, e.environ)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
 	cfg.Console.Enabled = withConsole
 	logger := e.logger(cfg)
+	policyFile, err := devPolicyFile(&cfg, logger)
+	if err != nil {
+		return fail(exitError, "policy: %v", err)
+	}
+	toolLines := devTools(ctx, &cfg, logger)
 	svc, err := devServices(cfg, logger)
 	if err != nil {
 		return fail(exitError, "%v", err)
@@ -214,12 +292,15 @@ func runDev(ctx context.Context, e *env, withConsole bool) error {
   execledger requests list                         # all requests: postgres is the superuser
   Login roles demo_alice and demo_bob act as principals alice and bob: put demo_alice@ for postgres@
   in the URL to act as alice, who sees only alice's requests.
-  Policy: demo and alice may run echo and sleep; bob may sleep but not echo.
+  Policy: %s (edit it: dev reloads it; execledger policy check FILE checks an edit).
+  The demo policy dev writes lets demo and alice run echo, sleep, process.run and installed
+  skills, and bob sleep but not echo; for other principals see the README, "Policy".
+  Run budget: %d calls per run id unless ledger.set_run_budget says otherwise.
   Login role demo_approver (principal approver) decides approvals: with demo_approver@ for postgres@ in the
   URL, execledger approvals lists what waits with its exact input and digest, and
   execledger approve ID --input-digest DIGEST lets it run. %s
-Ctrl-C stops the service and the embedded database.
-`, v, cfg.Database.URL, where, devSensitive(cfg.Executor.Sensitive))
+%sCtrl-C stops the service and the embedded database.
+`, v, cfg.Database.URL, where, policyFile, cfg.Executor.DefaultMaxCallsPerRun, devSensitive(cfg.Executor.Sensitive), indentLines(toolLines))
 	printDevPorts(e, cfg, portNotes)
 	if cfg.Console.Enabled {
 		svc.consoleReady = func(u string) {
@@ -285,4 +366,13 @@ func devSensitive(tools []string) string {
 		return "No tool waits for approval now: start dev with\n  EXECLEDGER_EXECUTOR_SENSITIVE=sleep to make sleep wait for one."
 	}
 	return "Tools that wait for approval: " + strings.Join(tools, ", ") + "."
+}
+
+// indentLines is lines, each indented two spaces and ended.
+func indentLines(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
 }

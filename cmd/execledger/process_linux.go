@@ -12,14 +12,42 @@ import (
 	"github.com/execledger/execledger/executor"
 	"github.com/execledger/execledger/internal/config"
 	"github.com/execledger/execledger/internal/procinput"
+	"github.com/execledger/execledger/internal/sandbox/bwrap"
 	"github.com/execledger/execledger/internal/sandbox/processrun"
 	"github.com/execledger/execledger/internal/sandbox/procinit"
 	"github.com/execledger/execledger/ledger"
 )
 
+// resolveTier makes tier "auto" C where bubblewrap can make a sandbox,
+// else B when the daemon is root (tier B needs root); warn, when not "",
+// says what tier B lacks, for the log and dev's banner. Any other tier is
+// left as it is.
+func resolveTier(ctx context.Context, p *config.Process) (warn string, err error) {
+	if p.Tier != "auto" {
+		return "", nil
+	}
+	probe := bwrap.Probe(ctx)
+	switch {
+	case probe == nil:
+		p.Tier = "C"
+		return "", nil
+	case os.Geteuid() == 0:
+		p.Tier = "B"
+		return fmt.Sprintf("process.run runs in tier B (a uid per run, rlimits, seccomp; no namespaces): tier C needs bubblewrap (%v)", probe), nil
+	}
+	return "", fmt.Errorf("process_run.tier auto: tier C needs bubblewrap (%v), and tier B a root daemon (this one is uid %d); install bubblewrap, or set process_run.enabled = false (EXECLEDGER_PROCESS_RUN_ENABLED=false)", probe, os.Geteuid())
+}
+
 // processTools builds process.run, and process.status and process.stop
 // when background processes are on.
 func processTools(ctx context.Context, p config.Process, pool *pgxpool.Pool, logger *slog.Logger) ([]executor.Tool, *processrun.Tool, error) {
+	warn, err := resolveTier(ctx, &p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if warn != "" {
+		logger.Warn(warn)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, fmt.Errorf("process_run: %w", err)
@@ -53,6 +81,7 @@ func processTools(ctx context.Context, p config.Process, pool *pgxpool.Pool, log
 	if err != nil {
 		return nil, nil, fmt.Errorf("process_run: %w", err)
 	}
+	logger.Info("process.run", slog.String("tier", p.Tier), slog.Any("allowed_executables", p.AllowedExecutables))
 	tools := []executor.Tool{pr}
 	if st := pr.StatusTool(); st != nil {
 		tools = append(tools, st, pr.StopTool())

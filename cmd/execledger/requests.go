@@ -190,6 +190,13 @@ func runRequestsShow(ctx context.Context, e *env, id uuid.UUID, envelope string)
 	})
 }
 
+// describedJSON is requests show --json: the description and the run's
+// budget.
+type describedJSON struct {
+	readmodel.Description
+	RunBudget *runBudgetView `json:"run_budget,omitempty"`
+}
+
 func showRequest(ctx context.Context, e *env, client *ledger.Client, pool *pgxpool.Pool, id uuid.UUID, envelope string) error {
 	d, err := readmodel.Describe(ctx, client, pool, id)
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -210,19 +217,23 @@ func showRequest(ctx context.Context, e *env, client *ledger.Client, pool *pgxpo
 			return fail(exitError, "%v", err)
 		}
 	}
+	budget := readBudget(ctx, client, d.Request, e.defaultMaxCalls())
 	if e.json {
-		return printJSON(e, d)
+		return printJSON(e, describedJSON{d, budget})
 	}
-	return printDescribed(e.io.out, d)
+	return printDescribed(e.io.out, d, budget)
 }
 
-func printDescribed(w io.Writer, d readmodel.Description) error {
+func printDescribed(w io.Writer, d readmodel.Description, budget *runBudgetView) error {
 	r := d.Request
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	fmt.Fprintf(tw, "ID:\t%s\n", r.ID)
 	fmt.Fprintf(tw, "Principal:\t%s\n", r.Principal)
 	fmt.Fprintf(tw, "Tool:\t%s\n", r.Tool)
 	fmt.Fprintf(tw, "Run:\t%s\n", orDash(r.RunID))
+	if budget != nil {
+		fmt.Fprintf(tw, "Run budget:\t%s\n", budget)
+	}
 	fmt.Fprintf(tw, "State:\t%s\n", r.State)
 	if r.ErrorKind != nil {
 		fmt.Fprintf(tw, "Error kind:\t%s\n", *r.ErrorKind)

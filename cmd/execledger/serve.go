@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,6 +192,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 	if cfg.Executor.Enabled {
 		xcfg := executorConfig(cfg)
 		xcfg.Metrics = executor.NewMetrics(ops.Registerer())
+		xcfg.UnsupportedHint = unsupportedHint(cfg)
 		if svc.tracing != nil {
 			xcfg.TracerProvider = svc.tracing
 		}
@@ -222,6 +224,11 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *s
 				cancel()
 			}
 		})
+		if cfg.Policy.ReloadInterval.Duration > 0 && len(cfg.Policy.Files) > 0 {
+			w := policy.Watcher{Paths: cfg.Policy.Files, Interval: cfg.Policy.ReloadInterval.Duration,
+				Logger: logger.With(slog.String("component", "policy")), Apply: x.SetPolicy}
+			wg.Go(func() { w.Run(ctx, svc.policy) })
+		}
 	}
 	if projections := engineProjections(cfg, svc, ops.Registerer(), logger); len(projections) > 0 {
 		eng, err := projector.New(pool, projector.Config{
@@ -262,6 +269,33 @@ func engineProjections(cfg config.Config, svc services, reg prometheus.Registere
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// unsupportedHint says, for a tool this executor does not run, which
+// configuration key would make it run it.
+func unsupportedHint(cfg config.Config) func(tool string) string {
+	return func(tool string) string {
+		switch {
+		case tool == "process.run" || tool == "process.status" || tool == "process.stop":
+			if !cfg.Process.Enabled {
+				return "process.run is off: set [process_run] enabled = true (EXECLEDGER_PROCESS_RUN_ENABLED=true; execledger dev turns it on)"
+			}
+			if !cfg.Process.Background {
+				return "background processes are off: set [process_run] background = true (EXECLEDGER_PROCESS_RUN_BACKGROUND=true)"
+			}
+		case !strings.Contains(tool, "."):
+			return "the built-in tools are echo and sleep"
+		case !cfg.Wasm.Enabled:
+			return "skills and WebAssembly modules run in tier A, which is off: set [wasm] enabled = true (EXECLEDGER_WASM_ENABLED=true; execledger dev turns it on)"
+		case tool == "plugin.run" && !cfg.Wasm.AllowInline:
+			return "plugin.run is off: set [wasm] allow_inline = true (EXECLEDGER_WASM_ALLOW_INLINE=true)"
+		case !cfg.Skills.Enabled:
+			return "no [[wasm.modules]] entry registers it, and installed skills are off: set [skills] enabled = true (EXECLEDGER_SKILLS_ENABLED=true)"
+		default:
+			return "no [[wasm.modules]] entry registers it and no installed skill provides it (execledger skill list)"
+		}
+		return ""
+	}
 }
 
 // toolCloser closes a family of tools after the executor has stopped.

@@ -31,7 +31,7 @@ func runStatus(ctx context.Context, e *env, arg string) error {
 	if err != nil {
 		return fail(exitUsage, "%q is not a request id (a UUID)", arg)
 	}
-	_, pool, err := e.connectReader(ctx, e.config)
+	cfg, pool, err := e.connectReader(ctx, e.config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
@@ -45,5 +45,5 @@ func runStatus(ctx context.Context, e *env, arg string) error {
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
-	return printRequest(e, r, e.json)
+	return printRequest(e, r, readBudget(ctx, client, r, cfg.Executor.DefaultMaxCallsPerRun), e.json)
 }

@@ -105,12 +105,12 @@ func runSubmit(ctx context.Context, e *env, f submitFlags, tool, inputArg string
 		}
 		defer replica.Close()
 	}
-	return awaitAndPrint(ctx, e, client, pool, replica, id, f.timeout, e.json)
+	return awaitAndPrint(ctx, e, client, pool, replica, id, f.timeout, cfg.Executor.DefaultMaxCallsPerRun, e.json)
 }
 
 // awaitAndPrint waits until request id is final (on the primary, pool),
 // and with a replica until the replica has it final too, and prints it.
-func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, pool, replica *pgxpool.Pool, id uuid.UUID, timeout time.Duration, asJSON bool) error {
+func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, pool, replica *pgxpool.Pool, id uuid.UUID, timeout time.Duration, defaultMax int, asJSON bool) error {
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r, err := client.Await(waitCtx, id)
@@ -130,7 +130,7 @@ func awaitAndPrint(ctx context.Context, e *env, client *ledger.Client, pool, rep
 			return fail(exitError, "replica: %v", err)
 		}
 	}
-	if err := printRequest(e, r, asJSON); err != nil {
+	if err := printRequest(e, r, readBudget(ctx, client, r, defaultMax), asJSON); err != nil {
 		return err
 	}
 	if r.State != ledger.StateSucceeded {
@@ -187,14 +187,23 @@ func printJSON(e *env, v any) error {
 	return nil
 }
 
-func printRequest(e *env, r *ledger.Request, asJSON bool) error {
+// requestJSON is a request as --json prints it, with its run's budget.
+type requestJSON struct {
+	*ledger.Request
+	RunBudget *runBudgetView `json:"run_budget,omitempty"`
+}
+
+func printRequest(e *env, r *ledger.Request, budget *runBudgetView, asJSON bool) error {
 	if asJSON {
-		return printJSON(e, r)
+		return printJSON(e, requestJSON{r, budget})
 	}
 	w := e.io.out
 	fmt.Fprintf(w, "id:           %s\nprincipal:    %s\ntool:         %s\n", r.ID, r.Principal, r.Tool)
 	if r.RunID != nil {
 		fmt.Fprintf(w, "run:          %s\n", *r.RunID)
+		if budget != nil {
+			fmt.Fprintf(w, "run budget:   %s\n", budget)
+		}
 	}
 	fmt.Fprintf(w, "state:        %s\n", r.State)
 	if r.ErrorKind != nil {

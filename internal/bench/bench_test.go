@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +20,11 @@ func TestMain(m *testing.M) {
 
 // TestRun checks the harness, not the speed: a small run of each mode and
 // system must account for every request, see all of them succeed, and
-// report ordered latency percentiles and a ratio. Without the river build
-// tag it runs Execledger alone.
+// report ordered latency percentiles and the ratios. Without the river
+// build tag it runs Execledger alone; make test runs it with the tag too.
 func TestRun(t *testing.T) {
 	t.Parallel()
-	system, want := SystemBoth, []string{SystemRiver, SystemExecledger}
+	system, want := SystemAll, []string{SystemRiver, SystemRiverAudited, SystemExecledger}
 	if !RiverLinked {
 		system, want = SystemExecledger, []string{SystemExecledger}
 	}
@@ -58,13 +60,18 @@ func TestRun(t *testing.T) {
 			if !RiverLinked {
 				return
 			}
-			if r.Ratio <= 0 {
-				t.Errorf("ratio %v, want > 0", r.Ratio)
+			if r.Ratio <= 0 || r.RatioAudited <= 0 || r.RatioAuditedRiver <= 0 {
+				t.Errorf("ratios %v, %v, %v, want > 0", r.Ratio, r.RatioAudited, r.RatioAuditedRiver)
 			}
 			var out strings.Builder
 			r.Print(&out)
-			if !strings.Contains(out.String(), "ratio execledger/river ("+mode+" requests/s)") {
-				t.Errorf("report without the ratio:\n%s", out.String())
+			for _, ratio := range []string{"execledger/river", "execledger/river-audited", "river-audited/river"} {
+				if !strings.Contains(out.String(), "ratio "+ratio+" ("+mode+" requests/s)") {
+					t.Errorf("report without the ratio %s:\n%s", ratio, out.String())
+				}
+			}
+			if !strings.Contains(out.String(), "signatures: verified\n") {
+				t.Errorf("report without river-audited's verified audit log:\n%s", out.String())
 			}
 		})
 	}
@@ -92,6 +99,15 @@ func checkSummary(t *testing.T, mode string, s *Summary) {
 		t.Errorf("%s: %v requests/s over %vs", s.System, s.PerSecond, s.Seconds)
 	}
 	wantEvents := s.System == SystemExecledger
+	// river-audited's audit log is verified after every run: three rows
+	// per job (a started row more for each attempt River retried), one
+	// good signature per job.
+	if a := s.Audit; (a != nil) != (s.System == SystemRiverAudited) {
+		t.Errorf("%s: audit check %+v", s.System, a)
+	} else if a != nil && (a.Err() != nil || a.Rows < 3*s.Requests || a.Jobs != s.Requests || a.Signatures != s.Requests ||
+		s.AuditRowsPerRequest != float64(a.Rows)/float64(s.Requests)) {
+		t.Errorf("%s: audit check %+v, %v rows per request, err %v", s.System, a, s.AuditRowsPerRequest, a.Err())
+	}
 	if (s.EventsPerRequest >= 3) != wantEvents { // tool.requested, request.decided, execution.completed
 		t.Errorf("%s: %.2f events per request", s.System, s.EventsPerRequest)
 	}
@@ -111,7 +127,7 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	for _, sys := range []string{SystemRiver, SystemBoth} {
+	for _, sys := range []string{SystemRiver, SystemRiverAudited, SystemBoth, SystemAll, "execledger,river-audited"} {
 		c := good
 		c.System = sys
 		if err := c.Validate(); (err == nil) != RiverLinked {
@@ -124,6 +140,10 @@ func TestConfigValidate(t *testing.T) {
 		"no server":   func(c *Config) { c.AdminURL = "" },
 		"bad mode":    func(c *Config) { c.Mode = "sprint" },
 		"bad system":  func(c *Config) { c.System = "sidekiq" },
+		"bad in list": func(c *Config) { c.System = "execledger,sidekiq" },
+		"empty list":  func(c *Config) { c.System = "execledger," },
+		"no chains":   func(c *Config) { c.AuditChains = -1 },
+		"chains":      func(c *Config) { c.AuditChains = 1025 },
 		"no workers":  func(c *Config) { c.Workers = -1 },
 		"too many":    func(c *Config) { c.Workers = 10001 },
 		"no duration": func(c *Config) { c.Duration = -time.Second },
@@ -136,6 +156,74 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestSystems: --system's names and lists each name every system once,
+// baselines first.
+func TestSystems(t *testing.T) {
+	t.Parallel()
+	for spec, want := range map[string][]string{
+		SystemExecledger:                  {SystemExecledger},
+		SystemRiverAudited:                {SystemRiverAudited},
+		SystemBoth:                        {SystemRiver, SystemExecledger},
+		SystemAll:                         {SystemRiver, SystemRiverAudited, SystemExecledger},
+		"execledger,river-audited":        {SystemRiverAudited, SystemExecledger},
+		" river , both ,river":            {SystemRiver, SystemExecledger},
+		"river-audited,all":               {SystemRiver, SystemRiverAudited, SystemExecledger},
+		"river-audited,river-audited":     {SystemRiverAudited},
+		"execledger,river,river-audited ": {SystemRiver, SystemRiverAudited, SystemExecledger},
+	} {
+		got, err := parseSystems(spec)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%q: %v, %v; want %v", spec, got, err, want)
+		}
+	}
+	for _, spec := range []string{"", ",", "River", "both,redis", "all;river"} {
+		if got, err := parseSystems(spec); err == nil || !strings.Contains(err.Error(), "comma-separated") {
+			t.Errorf("%q: %v, %v; want an error that lists the systems", spec, got, err)
+		}
+	}
+}
+
+// TestRatios: each ratio is there exactly when both of its systems ran,
+// in the text and the JSON report.
+func TestRatios(t *testing.T) {
+	t.Parallel()
+	run := func(sys string, perSecond float64) *Summary {
+		return &Summary{System: sys, Mode: ModeBurndown, PerSecond: perSecond, States: map[string]int64{}}
+	}
+	r := &Report{Mode: ModeBurndown, Runs: []*Summary{run(SystemRiver, 1000), run(SystemRiverAudited, 250), run(SystemExecledger, 500)}}
+	r.setRatio()
+	if r.Ratio != 0.5 || r.RatioAudited != 2 || r.RatioAuditedRiver != 0.25 {
+		t.Fatalf("ratios %v %v %v, want 0.5 2 0.25", r.Ratio, r.RatioAudited, r.RatioAuditedRiver)
+	}
+	var text strings.Builder
+	r.Print(&text)
+	for _, line := range []string{"ratio execledger/river (burndown requests/s): 0.500\n",
+		"ratio execledger/river-audited (burndown requests/s): 2.000\n", "ratio river-audited/river (burndown requests/s): 0.250\n"} {
+		if !strings.Contains(text.String(), line) {
+			t.Errorf("text report without %q:\n%s", line, text.String())
+		}
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, member := range []string{`"ratio_execledger_over_river":0.5`, `"ratio_execledger_over_river_audited":2`,
+		`"ratio_river_audited_over_river":0.25`} {
+		if !strings.Contains(string(js), member) {
+			t.Errorf("JSON report without %s: %s", member, js)
+		}
+	}
+
+	r = &Report{Mode: ModeContinuous, Runs: []*Summary{run(SystemRiverAudited, 250), run(SystemExecledger, 500)}}
+	r.setRatio()
+	text.Reset()
+	r.Print(&text)
+	if r.Ratio != 0 || r.RatioAuditedRiver != 0 || r.RatioAudited != 2 ||
+		strings.Count(text.String(), "ratio ") != 1 || !strings.Contains(text.String(), "ratio execledger/river-audited (continuous") {
+		t.Errorf("without River: ratios %v %v %v, report:\n%s", r.Ratio, r.RatioAudited, r.RatioAuditedRiver, text.String())
 	}
 }
 

@@ -18,6 +18,12 @@ type Report struct {
 	Runs    []*Summary `json:"runs"`
 	// Ratio is Execledger's throughput divided by River's, when both ran.
 	Ratio float64 `json:"ratio_execledger_over_river,omitempty"`
+	// RatioAudited is Execledger's throughput divided by river-audited's,
+	// when both ran.
+	RatioAudited float64 `json:"ratio_execledger_over_river_audited,omitempty"`
+	// RatioAuditedRiver is river-audited's throughput divided by River's
+	// (what the audit trail costs River), when both ran.
+	RatioAuditedRiver float64 `json:"ratio_river_audited_over_river,omitempty"`
 }
 
 // Machine is what the figures were measured on.
@@ -50,20 +56,21 @@ func (m Machine) String() string {
 		m.CPUs, m.GOMAXPROCS, m.GoVersion, m.PostgreSQL, m.Fsync, m.SynchronousCommit, m.SharedBuffers)
 }
 
-// setRatio computes Ratio when both systems ran.
+// setRatio computes the ratios of the systems that ran.
 func (r *Report) setRatio() {
-	var ledger, river *Summary
+	perSecond := map[string]float64{}
 	for _, s := range r.Runs {
-		switch s.System {
-		case SystemExecledger:
-			ledger = s
-		case SystemRiver:
-			river = s
+		perSecond[s.System] = s.PerSecond
+	}
+	ratio := func(of, over string) float64 {
+		if perSecond[over] <= 0 {
+			return 0
 		}
+		return perSecond[of] / perSecond[over]
 	}
-	if ledger != nil && river != nil && river.PerSecond > 0 {
-		r.Ratio = ledger.PerSecond / river.PerSecond
-	}
+	r.Ratio = ratio(SystemExecledger, SystemRiver)
+	r.RatioAudited = ratio(SystemExecledger, SystemRiverAudited)
+	r.RatioAuditedRiver = ratio(SystemRiverAudited, SystemRiver)
 }
 
 // Check reports every run whose figures cannot be trusted.
@@ -81,7 +88,16 @@ func (r *Report) Print(w io.Writer) {
 	for _, s := range r.Runs {
 		s.print(w)
 	}
-	if r.Ratio > 0 {
-		fmt.Fprintf(w, "ratio execledger/river (%s requests/s): %.3f\n", r.Mode, r.Ratio)
+	for _, x := range []struct {
+		name  string
+		ratio float64
+	}{
+		{"execledger/river", r.Ratio},
+		{"execledger/river-audited", r.RatioAudited},
+		{"river-audited/river", r.RatioAuditedRiver},
+	} {
+		if x.ratio > 0 {
+			fmt.Fprintf(w, "ratio %s (%s requests/s): %.3f\n", x.name, r.Mode, x.ratio)
+		}
 	}
 }

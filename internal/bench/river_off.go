@@ -10,6 +10,13 @@ import "context"
 // systems here.
 const RiverLinked = false
 
+// DefaultSystem is every system this build links: Execledger alone.
+const DefaultSystem = SystemExecledger
+
 func newRiverTarget(context.Context, *Database, Config) (target, error) {
+	return nil, errNoRiver
+}
+
+func newRiverAuditedTarget(context.Context, *Database, Config) (target, error) {
 	return nil, errNoRiver
 }

@@ -18,6 +18,10 @@ import (
 // only with the river build tag (river_off.go is the build without it).
 const RiverLinked = true
 
+// DefaultSystem is every system this build links: River, river-audited
+// and Execledger.
+const DefaultSystem = SystemAll
+
 // noopArgs is the River job of the baseline; it carries the same text as
 // the echo requests.
 type noopArgs struct {
@@ -37,6 +41,7 @@ func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil
 // submitters' pool and a working client on its own pool, as a service and
 // its worker process would have.
 type riverTarget struct {
+	system     string
 	submitPool *pgxpool.Pool
 	workPool   *pgxpool.Pool
 	inserter   *river.Client[pgx.Tx]
@@ -45,12 +50,21 @@ type riverTarget struct {
 
 var _ target = (*riverTarget)(nil)
 
-// newRiverTarget migrates River's schema into db and builds the clients:
+// newRiverTarget is River with the no-op worker.
+func newRiverTarget(ctx context.Context, db *Database, cfg Config) (target, error) {
+	return openRiver(ctx, db, cfg, SystemRiver, func(workers *river.Workers, _ *pgxpool.Pool) {
+		river.AddWorker(workers, &noopWorker{})
+	})
+}
+
+// openRiver migrates River's schema into db and builds the clients:
 // River's defaults except for the queue's MaxWorkers and FetchCooldown
-// (see Config.RiverFetchCooldown).
-func newRiverTarget(ctx context.Context, db *Database, cfg Config) (*riverTarget, error) {
-	logger := cfg.Logger.With(slog.String("system", SystemRiver))
-	t := &riverTarget{}
+// (see Config.RiverFetchCooldown). addWorkers registers the system's
+// worker, which may use the workers' pool.
+func openRiver(ctx context.Context, db *Database, cfg Config, system string,
+	addWorkers func(*river.Workers, *pgxpool.Pool)) (*riverTarget, error) {
+	logger := cfg.Logger.With(slog.String("system", system))
+	t := &riverTarget{system: system}
 	var err error
 	if t.submitPool, err = db.pool(ctx, cfg.Submitters, nil); err != nil {
 		return nil, err
@@ -68,7 +82,7 @@ func newRiverTarget(ctx context.Context, db *Database, cfg Config) (*riverTarget
 		return nil, fmt.Errorf("bench: migrate river: %w", err)
 	}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{})
+	addWorkers(workers, t.workPool)
 	t.inserter, err = river.NewClient(riverpgxv5.New(t.submitPool), &river.Config{Logger: logger, Workers: workers})
 	if err == nil {
 		t.worker, err = river.NewClient(riverpgxv5.New(t.workPool), &river.Config{
@@ -83,7 +97,7 @@ func newRiverTarget(ctx context.Context, db *Database, cfg Config) (*riverTarget
 	return t, nil
 }
 
-func (t *riverTarget) name() string { return SystemRiver }
+func (t *riverTarget) name() string { return t.system }
 
 func (t *riverTarget) insertBatch(ctx context.Context, first, n int) error {
 	params := make([]river.InsertManyParams, n)

@@ -12,7 +12,7 @@ import (
 // preloadBatch is how many requests burndown inserts per transaction.
 const preloadBatch = 100
 
-// Run runs the benchmark cfg describes: each system in turn (River first),
+// Run runs the benchmark cfg describes: each system in turn (baselines first),
 // each against its own fresh database. Progress lines go to
 // cfg.Progress as they happen; the caller prints the Report. A Report
 // whose Check fails is returned with a nil error: its figures are there to
@@ -78,8 +78,11 @@ func runSystem(ctx context.Context, cfg Config, sys string) (s *Summary, err err
 }
 
 func newTarget(ctx context.Context, db *Database, cfg Config, sys string) (target, error) {
-	if sys == SystemRiver {
+	switch sys {
+	case SystemRiver:
 		return newRiverTarget(ctx, db, cfg)
+	case SystemRiverAudited:
+		return newRiverAuditedTarget(ctx, db, cfg)
 	}
 	return newLedgerTarget(ctx, db, cfg)
 }

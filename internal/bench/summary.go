@@ -61,6 +61,35 @@ type Summary struct {
 	CPU *CPU `json:"cpu_per_request,omitempty"`
 	// Windows is a continuous run's latency per 10 s of submit time.
 	Windows []LatencyWindow `json:"latency_windows_ms,omitempty"`
+	// AuditRowsPerRequest is river-audited's audit rows per request
+	// (inserted, started, completed: 3 when no job was retried).
+	AuditRowsPerRequest float64 `json:"audit_rows_per_request,omitempty"`
+	// Audit is the verification of river-audited's audit log after the run.
+	Audit *AuditCheck `json:"audit,omitempty"`
+}
+
+// AuditCheck is what verifying river-audited's audit log found: its
+// chains unbroken, every job's trail complete and every outcome's
+// signature valid, or the problems.
+type AuditCheck struct {
+	Chains     int   `json:"chains"`
+	Rows       int64 `json:"rows"`
+	Jobs       int64 `json:"jobs"`
+	Signatures int64 `json:"signatures_verified"`
+	// PublicKey is the run's Ed25519 public key, hex.
+	PublicKey string `json:"public_key"`
+	// ProblemCount is how many problems were found; Problems spells out
+	// the first few.
+	ProblemCount int      `json:"problem_count"`
+	Problems     []string `json:"problems,omitempty"`
+}
+
+// Err is nil when the audit log verified.
+func (a *AuditCheck) Err() error {
+	if a.ProblemCount == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d problems in the audit log, the first: %s", a.ProblemCount, strings.Join(a.Problems, "; "))
 }
 
 // Latency holds percentiles in milliseconds.
@@ -88,6 +117,8 @@ func (s *Summary) Check() error {
 	case s.Unsucceeded() > 0:
 		return fmt.Errorf("bench: %s: %d of %d requests did not end %s: %s", s.System, s.Unsucceeded(), s.Requests,
 			s.SuccessState, s.statesText())
+	case s.Audit != nil && s.Audit.Err() != nil:
+		return fmt.Errorf("bench: %s: %w", s.System, s.Audit.Err())
 	}
 	return nil
 }
@@ -140,6 +171,16 @@ func (s *Summary) print(w io.Writer) {
 	}
 	if l := s.SealerLag; l != nil {
 		fmt.Fprintf(w, "  sealer lag ms     p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%d samples)\n", l.P50, l.P90, l.P99, l.Max, l.Count)
+	}
+	if s.AuditRowsPerRequest > 0 {
+		fmt.Fprintf(w, "  audit rows/request %.2f\n", s.AuditRowsPerRequest)
+	}
+	if a := s.Audit; a != nil {
+		verdict := "verified"
+		if a.ProblemCount > 0 {
+			verdict = fmt.Sprintf("%d PROBLEMS: %s", a.ProblemCount, strings.Join(a.Problems, "; "))
+		}
+		fmt.Fprintf(w, "  audit log         %d rows in %d chains, %d jobs, %d signatures: %s\n", a.Rows, a.Chains, a.Jobs, a.Signatures, verdict)
 	}
 	if s.Database != "" {
 		fmt.Fprintf(w, "  database          %s (kept)\n", s.Database)

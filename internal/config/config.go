@@ -75,7 +75,7 @@ type Executor struct {
 // Process configures the process.run tool (sandbox tiers B and C).
 type Process struct {
 	Enabled            bool     `toml:"enabled"`             // off unless asked for
-	Tier               string   `toml:"tier"`                // "C" (bubblewrap) or "B" (init helper and rlimits)
+	Tier               string   `toml:"tier"`                // "C" (bubblewrap), "B" (init helper and rlimits), or "auto": C where bubblewrap works, else B (root only)
 	WorkspaceRoot      string   `toml:"workspace_root"`      // each run gets <root>/<principal>/<run_id>
 	AllowedExecutables []string `toml:"allowed_executables"` // case-insensitive names; "*" = any
 	AllowInterpreters  bool     `toml:"allow_interpreters"`  // sh, python, node, ... and launchers that spawn them
@@ -117,6 +117,11 @@ type Process struct {
 // Policy names the Cedar policy files every request is authorized against.
 type Policy struct {
 	Files []string `toml:"files"`
+	// ReloadInterval is how often serve and dev read the files again: an
+	// edit that loads is put in force (policy.published), one that does
+	// not is refused with a log line and the policy in force stays. 0
+	// turns reloading off.
+	ReloadInterval Duration `toml:"reload_interval"`
 }
 
 // Attest configures attestation signing.
@@ -217,6 +222,28 @@ const (
 	ProcessWorkspaceSweepInterval = 5 * time.Minute
 )
 
+// DefaultMaxCallsPerRun is a run's budget unless ledger.set_run_budget
+// sets one: enough for an agent session or a job's tool calls (tens of
+// them), low enough to stop a call loop that runs away.
+const DefaultMaxCallsPerRun = 100
+
+// DevAllowedExecutables are the programs process.run may start under
+// `execledger dev` unless the configuration names others: harmless ones
+// to try the tool with.
+var DevAllowedExecutables = []string{"echo", "ls", "cat", "pwd", "date", "uname", "id", "true", "false", "wc", "head", "tail", "sort", "grep"}
+
+// DevDefault is the configuration `execledger dev` starts from: Default
+// with process.run (tier auto) and tier A on, so that a new user's demo
+// runs programs and installed skills. A file or variable still sets any
+// key, these included.
+func DevDefault() Config {
+	c := Default()
+	c.Process.Enabled, c.Process.Tier = true, "auto"
+	c.Process.AllowedExecutables = slices.Clone(DevAllowedExecutables)
+	c.Wasm.Enabled = true
+	return c
+}
+
 // Default is the configuration before any file or variable.
 func Default() Config {
 	host, _ := os.Hostname()
@@ -227,11 +254,11 @@ func Default() Config {
 		Executor: Executor{Enabled: true, Workers: 64, ClaimBatch: 64, Lease: Duration{30 * time.Second},
 			PollInterval: Duration{time.Second}, RescueInterval: Duration{5 * time.Second},
 			ShutdownGrace: Duration{10 * time.Second}, ToolTimeout: Duration{30 * time.Second},
-			DefaultMaxCallsPerRun: 4, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}, MaxAttempts: 10},
+			DefaultMaxCallsPerRun: DefaultMaxCallsPerRun, Sensitive: []string{}, ApprovalTimeout: Duration{15 * time.Minute}, MaxAttempts: 10},
 		Projector: Projector{Enabled: true, BatchSize: 500, PollInterval: Duration{100 * time.Millisecond}},
 		Sealer: Sealer{Enabled: true, CheckpointEvery: 1000, CheckpointInterval: Duration{time.Second},
 			WitnessKeys: []string{}, BatchSize: 1000, AuditInterval: Duration{time.Minute}},
-		Policy: Policy{Files: []string{}},
+		Policy: Policy{Files: []string{}, ReloadInterval: Duration{2 * time.Second}},
 		Process: Process{Tier: "C", WorkspaceRoot: filepath.Join(".execledger", "workspaces"), AllowedExecutables: []string{},
 			EgressMode: "none", EgressAllowlist: []string{}, MaxTimeout: Duration{30 * time.Second},
 			OutputLimitBytes: ProcessOutputLimit, KillGrace: Duration{ProcessKillGrace}, UID: ProcessUID, GID: ProcessGID,
@@ -252,7 +279,12 @@ func Default() Config {
 // Load reads the file at path (none when ""), applies the environment given
 // by environ (os.Environ's form) and validates the result.
 func Load(path string, environ []string) (Config, error) {
-	cfg := Default()
+	return LoadOnto(Default(), path, environ)
+}
+
+// LoadOnto is Load starting from cfg instead of Default (DevDefault for
+// `execledger dev`).
+func LoadOnto(cfg Config, path string, environ []string) (Config, error) {
 	if path != "" {
 		md, err := toml.DecodeFile(path, &cfg)
 		if err != nil {
@@ -346,6 +378,9 @@ func (c Config) Validate() error {
 	if x.ShutdownGrace.Duration < 0 {
 		errs = append(errs, errors.New("executor.shutdown_grace: must not be negative"))
 	}
+	if c.Policy.ReloadInterval.Duration < 0 {
+		errs = append(errs, errors.New("policy.reload_interval: must not be negative (0 turns reloading off)"))
+	}
 	if x.DefaultMaxCallsPerRun < 0 {
 		errs = append(errs, errors.New("executor.default_max_calls_per_run: must not be negative"))
 	}
@@ -353,8 +388,8 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("executor.max_attempts: must be at least 1"))
 	}
 	p := c.Process
-	if p.Tier != "B" && p.Tier != "C" {
-		errs = append(errs, fmt.Errorf("process_run.tier: %q is not B or C", p.Tier))
+	if p.Tier != "B" && p.Tier != "C" && p.Tier != "auto" {
+		errs = append(errs, fmt.Errorf("process_run.tier: %q is not B, C or auto", p.Tier))
 	}
 	if p.EgressMode != "none" && p.EgressMode != "preflight" && p.EgressMode != "strict" {
 		errs = append(errs, fmt.Errorf("process_run.egress_mode: %q is not none, preflight or strict", p.EgressMode))

@@ -105,6 +105,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"console off loopback": {env: []string{"EXECLEDGER_CONSOLE_LISTEN=0.0.0.0:9470"}, want: "passwords and session cookies need TLS"},
 		"console login user":   {env: []string{"EXECLEDGER_CONSOLE_LOGIN_URL=postgres://u:p@db/x"}, want: "console.login_url"},
 		"console idle":         {env: []string{"EXECLEDGER_CONSOLE_IDLE_TIMEOUT=1s"}, want: "console.idle_timeout"},
+		"bad tier":             {env: []string{"EXECLEDGER_PROCESS_RUN_TIER=D"}, want: "process_run.tier: \"D\" is not B, C or auto"},
+		"negative reload":      {env: []string{"EXECLEDGER_POLICY_RELOAD_INTERVAL=-1s"}, want: "policy.reload_interval"},
 		"malformed toml":       {file: "[serve\n", want: "execledger.toml"},
 		"wrong type in file":   {file: "[database]\nmax_conns = \"x\"\n", want: "max_conns"},
 	} {
@@ -174,5 +176,32 @@ func TestWorkspaceTTL(t *testing.T) {
 	cfg, err := Load(p, nil)
 	if err != nil || cfg.Process.WorkspaceTTL.Duration != 3*time.Hour || cfg.Process.WorkspaceSweepInterval.Duration != time.Minute {
 		t.Fatalf("from a file: %+v, %v", cfg.Process, err)
+	}
+}
+
+// TestDevDefault: dev starts with process.run (tier auto) and tier A on,
+// and a file or variable still turns either off.
+func TestDevDefault(t *testing.T) {
+	cfg, err := LoadOnto(DevDefault(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Process.Enabled || cfg.Process.Tier != "auto" || !cfg.Wasm.Enabled || !cfg.Skills.Enabled ||
+		len(cfg.Process.AllowedExecutables) == 0 {
+		t.Errorf("dev's defaults: process_run %+v, wasm enabled %v", cfg.Process, cfg.Wasm.Enabled)
+	}
+	if d := Default(); d.Process.Enabled || d.Wasm.Enabled || d.Process.Tier != "C" {
+		t.Error("DevDefault changed serve's defaults")
+	}
+	path := writeFile(t, "[wasm]\nenabled = false\n")
+	cfg, err = LoadOnto(DevDefault(), path, []string{"EXECLEDGER_PROCESS_RUN_ENABLED=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Process.Enabled || cfg.Wasm.Enabled {
+		t.Errorf("the file and the environment did not turn them off: process_run %v, wasm %v", cfg.Process.Enabled, cfg.Wasm.Enabled)
+	}
+	if cfg.Executor.DefaultMaxCallsPerRun != DefaultMaxCallsPerRun {
+		t.Errorf("default budget %d", cfg.Executor.DefaultMaxCallsPerRun)
 	}
 }

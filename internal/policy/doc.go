@@ -8,6 +8,12 @@
 // digest and the action that decided, so it can be recorded verbatim in a
 // policy.decided event.
 //
+// An engine is never changed: a [Watcher] loads a new one when the files
+// change and hands it to the executor, which records it (policy.published)
+// and authorizes the next claims with it. [Check] validates files as a
+// person edits them, with line numbers; [Decision.Plain] says a decision
+// in words; [Engine.Explain] says what each policy makes of a request.
+//
 // # Entity model
 //
 // A request is evaluated as

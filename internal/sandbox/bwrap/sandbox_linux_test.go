@@ -415,3 +415,17 @@ func measureCPU(b *testing.B, f func() error) {
 	b.ReportMetric(float64(cpu(syscall.RUSAGE_SELF)-self)/float64(b.N), "self-cpu-ns/op")
 	b.ReportMetric(float64(cpu(syscall.RUSAGE_CHILDREN)-children)/float64(b.N), "children-cpu-ns/op")
 }
+
+// TestProbe: where bubblewrap makes sandboxes Probe says so; without
+// bwrap in PATH it reports ErrUnavailable rather than a tier C that
+// cannot start.
+func TestProbe(t *testing.T) {
+	requireBwrap(t)
+	if err := Probe(context.Background()); err != nil {
+		t.Fatalf("Probe where bubblewrap works: %v", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if err := Probe(context.Background()); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Probe without bwrap: %v, want ErrUnavailable", err)
+	}
+}

@@ -767,7 +767,7 @@ func egressConn() (c egress.Connection) {
 
 // TestTierCEgressEventsInLedger runs a strict-egress call through a real
 // executor and PostgreSQL: its egress.connection events are on the
-// request's stream, in order, just before execution.finished.
+// request's stream, in order, just before execution.completed.
 func TestTierCEgressEventsInLedger(t *testing.T) {
 	t.Parallel()
 	e := newEgressEnv(t, true)
@@ -843,7 +843,7 @@ func TestTierCEgressEventsInLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(types, " ")
-	if !strings.Contains(got, "execution.started egress.connection egress.connection execution.finished") {
+	if !strings.Contains(got, "request.decided egress.connection egress.connection execution.completed") {
 		t.Fatalf("stream %s", got)
 	}
 	expectConnection(t, conns[0], "api.allowed.test", e.port, true, "allowed")
