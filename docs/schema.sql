@@ -414,6 +414,13 @@ BEGIN
     GROUP BY principal, coalesce(run_id, ''), reason ORDER BY 1, 2, 3
     ON CONFLICT (principal, run_id, reason) DO UPDATE SET denied = q.denied + EXCLUDED.denied;
 
+    INSERT INTO quota_denial_buckets AS q (principal, bucket, bucket_start, reason, denied)
+    SELECT f.principal, b.bucket, date_trunc(b.bucket, f.recorded_at, 'UTC'), f.reason, sum(f.denied)
+    FROM unnest(f) f CROSS JOIN unnest(ARRAY['hour', 'day']) AS b(bucket)
+    WHERE f.denied > 0
+    GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+    ON CONFLICT (principal, bucket, bucket_start, reason) DO UPDATE SET denied = q.denied + EXCLUDED.denied;
+
     INSERT INTO quota_usage_buckets AS q (principal, bucket, bucket_start, calls_allowed, calls_denied, fuel, cpu_ms, wall_ms,
                                           output_bytes, egress_connections, egress_bytes)
     SELECT f.principal, b.bucket, date_trunc(b.bucket, f.recorded_at, 'UTC'), sum(allowed), sum(denied), sum(fuel),
@@ -716,10 +723,10 @@ END $$;
 
 
 --
--- Name: awaiting_approval(integer); Type: FUNCTION; Schema: ledger; Owner: -
+-- Name: awaiting_approval(integer, uuid); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.awaiting_approval(p_limit integer DEFAULT 200) RETURNS TABLE(id uuid, principal text, tool text, run_id text, input_digest text, submitted_at timestamp with time zone)
+CREATE FUNCTION ledger.awaiting_approval(p_limit integer DEFAULT 200, p_request_id uuid DEFAULT NULL::uuid) RETURNS TABLE(id uuid, principal text, tool text, run_id text, input_digest text, submitted_at timestamp with time zone, input jsonb, idempotency_key text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -728,16 +735,21 @@ BEGIN
     IF NOT (pg_has_role(session_user, 'ledger_approver', 'MEMBER') OR pg_has_role(session_user, 'ledger_auditor', 'MEMBER')
             OR pg_has_role(session_user, 'ledger_admin', 'MEMBER')) THEN
         RAISE EXCEPTION 'ledger.awaiting_approval: login role "%" is not an approver, auditor or administrator', session_user
-            USING ERRCODE = 'insufficient_privilege';
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'grant it ledger_approver to decide approvals; a submitter lists its own waiting requests in ledger.requests';
     END IF;
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10000 THEN
         RAISE EXCEPTION 'ledger.awaiting_approval: limit % is not between 1 and 10000', p_limit
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN QUERY
-    SELECT r.id, r.principal, r.tool, r.run_id, 'sha256:' || encode(r.input_digest, 'hex'), r.submitted_at
-    FROM ledger.queue q JOIN ledger.request_status r ON r.id = q.id
+    SELECT r.id, r.principal, r.tool, r.run_id, 'sha256:' || encode(r.input_digest, 'hex'), r.submitted_at,
+           (e.payload -> 'input')::jsonb, r.idempotency_key
+    FROM ledger.queue q
+    JOIN ledger.request_status r ON r.id = q.id
+    LEFT JOIN ledger.events e ON e.stream = 'request:' || r.id::text AND e.version = 1
     WHERE q.state = 'awaiting_approval' AND r.state = 'awaiting_approval'
+      AND (p_request_id IS NULL OR q.id = p_request_id)
     ORDER BY r.submitted_at, r.id
     LIMIT p_limit;
 END
@@ -745,10 +757,10 @@ $$;
 
 
 --
--- Name: FUNCTION awaiting_approval(p_limit integer); Type: COMMENT; Schema: ledger; Owner: -
+-- Name: FUNCTION awaiting_approval(p_limit integer, p_request_id uuid); Type: COMMENT; Schema: ledger; Owner: -
 --
 
-COMMENT ON FUNCTION ledger.awaiting_approval(p_limit integer) IS 'The requests that wait for approval, oldest first (approvers, auditors, administrators).';
+COMMENT ON FUNCTION ledger.awaiting_approval(p_limit integer, p_request_id uuid) IS 'The requests that wait for approval, oldest first, with their recorded input and its digest (approvers, auditors, administrators).';
 
 
 --
@@ -4289,6 +4301,27 @@ ALTER TABLE ledger.queue_waiters ALTER COLUMN registration ADD GENERATED ALWAYS 
 
 
 --
+-- Name: quota_denial_buckets; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.quota_denial_buckets (
+    principal text NOT NULL,
+    bucket text NOT NULL,
+    bucket_start timestamp with time zone NOT NULL,
+    reason text NOT NULL,
+    denied bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT quota_denial_buckets_bucket_check CHECK ((bucket = ANY (ARRAY['hour'::text, 'day'::text])))
+);
+
+
+--
+-- Name: TABLE quota_denial_buckets; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.quota_denial_buckets IS 'Denied calls per principal and reason in hour and day buckets (UTC); projection quota_usage.';
+
+
+--
 -- Name: quota_denials; Type: TABLE; Schema: ledger; Owner: -
 --
 
@@ -4769,6 +4802,14 @@ ALTER TABLE ONLY ledger.queue_waiters
 
 
 --
+-- Name: quota_denial_buckets quota_denial_buckets_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.quota_denial_buckets
+    ADD CONSTRAINT quota_denial_buckets_pkey PRIMARY KEY (principal, bucket, bucket_start, reason);
+
+
+--
 -- Name: quota_denials quota_denials_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
 --
 
@@ -4902,6 +4943,13 @@ CREATE INDEX audit_trail_time_idx ON ledger.audit_trail USING btree (recorded_at
 
 
 --
+-- Name: checkpoint_cosignatures_key_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX checkpoint_cosignatures_key_idx ON ledger.checkpoint_cosignatures USING btree (key_name, key_hash, size);
+
+
+--
 -- Name: events_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
 --
 
@@ -4962,6 +5010,13 @@ CREATE INDEX queue_claim_idx ON ledger.queue USING btree (priority DESC, availab
 --
 
 CREATE INDEX queue_lease_idx ON ledger.queue USING btree (lease_expires_at) WHERE (state = 'running'::text);
+
+
+--
+-- Name: quota_denial_buckets_time_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX quota_denial_buckets_time_idx ON ledger.quota_denial_buckets USING btree (bucket, bucket_start);
 
 
 --
@@ -5241,6 +5296,33 @@ CREATE POLICY audit_trail_own ON ledger.audit_trail FOR SELECT TO ledger_submitt
 
 
 --
+-- Name: quota_denial_buckets; Type: ROW SECURITY; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ledger.quota_denial_buckets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: quota_denial_buckets quota_denial_buckets_all; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_denial_buckets_all ON ledger.quota_denial_buckets FOR SELECT TO ledger_executor, ledger_auditor, ledger_admin USING (true);
+
+
+--
+-- Name: quota_denial_buckets quota_denial_buckets_own; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_denial_buckets_own ON ledger.quota_denial_buckets FOR SELECT TO ledger_submitter USING ((principal = ( SELECT ledger.current_principal() AS current_principal)));
+
+
+--
+-- Name: quota_denial_buckets quota_denial_buckets_reader; Type: POLICY; Schema: ledger; Owner: -
+--
+
+CREATE POLICY quota_denial_buckets_reader ON ledger.quota_denial_buckets FOR SELECT TO ledger_reader USING (true);
+
+
+--
 -- Name: quota_denials; Type: ROW SECURITY; Schema: ledger; Owner: -
 --
 
@@ -5442,13 +5524,13 @@ GRANT ALL ON FUNCTION ledger.approve(request_id uuid, note text, input_digest te
 
 
 --
--- Name: FUNCTION awaiting_approval(p_limit integer); Type: ACL; Schema: ledger; Owner: -
+-- Name: FUNCTION awaiting_approval(p_limit integer, p_request_id uuid); Type: ACL; Schema: ledger; Owner: -
 --
 
-REVOKE ALL ON FUNCTION ledger.awaiting_approval(p_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION ledger.awaiting_approval(p_limit integer) TO ledger_approver;
-GRANT ALL ON FUNCTION ledger.awaiting_approval(p_limit integer) TO ledger_auditor;
-GRANT ALL ON FUNCTION ledger.awaiting_approval(p_limit integer) TO ledger_admin;
+REVOKE ALL ON FUNCTION ledger.awaiting_approval(p_limit integer, p_request_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.awaiting_approval(p_limit integer, p_request_id uuid) TO ledger_approver;
+GRANT ALL ON FUNCTION ledger.awaiting_approval(p_limit integer, p_request_id uuid) TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.awaiting_approval(p_limit integer, p_request_id uuid) TO ledger_admin;
 
 
 --
@@ -6215,6 +6297,17 @@ GRANT SELECT ON TABLE ledger.queue TO ledger_admin;
 --
 
 GRANT SELECT ON TABLE ledger.queue_waiters TO ledger_executor;
+
+
+--
+-- Name: TABLE quota_denial_buckets; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.quota_denial_buckets TO ledger_submitter;
+GRANT SELECT ON TABLE ledger.quota_denial_buckets TO ledger_executor;
+GRANT SELECT ON TABLE ledger.quota_denial_buckets TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.quota_denial_buckets TO ledger_admin;
+GRANT SELECT ON TABLE ledger.quota_denial_buckets TO ledger_reader;
 
 
 --

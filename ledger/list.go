@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -110,4 +111,82 @@ func (c *Client) DenyApproval(ctx context.Context, id uuid.UUID, note string) er
 		return sqlError("deny approval", err)
 	}
 	return nil
+}
+
+// Awaiting is a request that waits for approval, with the input an
+// approval decides: ledger.awaiting_approval's row.
+type Awaiting struct {
+	ID             uuid.UUID `json:"id"`
+	Principal      string    `json:"principal"`
+	Tool           string    `json:"tool"`
+	RunID          *string   `json:"run_id"`
+	IdempotencyKey *string   `json:"idempotency_key"`
+	// InputDigest is what Approve binds to: "sha256:<hex>" of the input
+	// as submitted.
+	InputDigest string    `json:"input_digest"`
+	SubmittedAt time.Time `json:"submitted_at"`
+	// Input is tool.requested's input as recorded (redacted as stored).
+	Input json.RawMessage `json:"input"`
+}
+
+// MaxAwaitingLimit is the most rows AwaitingApproval returns at once.
+const MaxAwaitingLimit = 10000
+
+const queryAwaitingApproval = `SELECT id, principal, tool, run_id, idempotency_key, input_digest, submitted_at, input::text
+FROM ledger.awaiting_approval($1, $2)`
+
+// AwaitingApproval lists the requests that wait for approval, oldest
+// first, at most limit of them (1 to MaxAwaitingLimit), each with its
+// input (ledger.awaiting_approval). Approvers, auditors and
+// administrators may call it; anyone else gets ErrNotPermitted.
+func (c *Client) AwaitingApproval(ctx context.Context, limit int) ([]Awaiting, error) {
+	return AwaitingApproval(ctx, c.pool, limit)
+}
+
+// AwaitingApproval is Client.AwaitingApproval on a pool, connection or
+// transaction the caller owns.
+func AwaitingApproval(ctx context.Context, db DBTX, limit int) ([]Awaiting, error) {
+	return awaitingApproval(ctx, db, limit, nil)
+}
+
+// AwaitingApprovalOf is request id's AwaitingApproval row: ErrNotFound
+// when it does not wait for approval (or does not exist).
+func (c *Client) AwaitingApprovalOf(ctx context.Context, id uuid.UUID) (*Awaiting, error) {
+	return AwaitingApprovalOf(ctx, c.pool, id)
+}
+
+// AwaitingApprovalOf is Client.AwaitingApprovalOf on a pool, connection
+// or transaction the caller owns.
+func AwaitingApprovalOf(ctx context.Context, db DBTX, id uuid.UUID) (*Awaiting, error) {
+	rows, err := awaitingApproval(ctx, db, 1, &id)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("ledger: awaiting approval: %w: request %s does not wait for approval", ErrNotFound, id)
+	}
+	return &rows[0], nil
+}
+
+func awaitingApproval(ctx context.Context, db DBTX, limit int, id *uuid.UUID) ([]Awaiting, error) {
+	if limit < 1 || limit > MaxAwaitingLimit {
+		return nil, fmt.Errorf("ledger: awaiting approval: %w: limit %d is not between 1 and %d", ErrInvalidInput, limit, MaxAwaitingLimit)
+	}
+	rows, err := db.Query(ctx, queryAwaitingApproval, limit, id)
+	if err != nil {
+		return nil, sqlError("awaiting approval", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Awaiting, error) {
+		var a Awaiting
+		var input *string
+		err := row.Scan(&a.ID, &a.Principal, &a.Tool, &a.RunID, &a.IdempotencyKey, &a.InputDigest, &a.SubmittedAt, &input)
+		if input != nil {
+			a.Input = json.RawMessage(*input)
+		}
+		return a, err
+	})
+	if err != nil {
+		return nil, sqlError("awaiting approval", err)
+	}
+	return out, nil
 }

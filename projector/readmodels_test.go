@@ -283,10 +283,15 @@ CROSS JOIN LATERAL (VALUES
 	if err != nil {
 		t.Fatal(err)
 	}
+	compared := false
 	for _, c := range checks {
 		if !c.OK() {
 			t.Errorf("%s after a rebuild under load: %s", c.Table, c.FirstDifference)
 		}
+		compared = compared || c.Table == "quota_denial_buckets"
+	}
+	if !compared {
+		t.Errorf("the rebuild did not compare quota_denial_buckets: %+v", checks)
 	}
 	var decisions, denied int
 	if err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE kind = 'decision'), count(*) FILTER (WHERE decision = 'deny' AND kind = 'decision')
@@ -315,7 +320,7 @@ func TestSubmittersSeeTheirOwnAndWriteNothing(t *testing.T) {
 	waitFor(t, "the audit trail and quota usage to apply the events", func() bool {
 		return passed(t, e, "audit_trail", last)() && passed(t, e, "quota_usage", last)()
 	})
-	for _, table := range []string{"audit_trail", "quota_usage", "quota_denials", "quota_usage_buckets"} {
+	for _, table := range []string{"audit_trail", "quota_usage", "quota_denials", "quota_usage_buckets", "quota_denial_buckets"} {
 		var principals string
 		if err := alice.Pool.QueryRow(ctx, `SELECT coalesce(string_agg(DISTINCT principal, ','), '') FROM ledger.`+table).Scan(&principals); err != nil {
 			t.Fatalf("%s: %v", table, err)
@@ -339,6 +344,53 @@ func TestSubmittersSeeTheirOwnAndWriteNothing(t *testing.T) {
 	} {
 		if _, err := alice.Pool.Exec(ctx, q); err == nil || !strings.Contains(err.Error(), "42501") {
 			t.Errorf("a submitter ran %s: %v", q, err)
+		}
+	}
+}
+
+// TestDenialsByReasonPerHour: quota_denial_buckets counts each denial
+// under its reason (the policy's error kind, approval_denied) in the hour
+// and the day it was recorded, per principal; allowed calls not at all.
+func TestDenialsByReasonPerHour(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for i, d := range []struct{ principal, typ, kind string }{
+		{"alice", "policy.decided", "policy_denied"}, {"alice", "policy.decided", "policy_denied"},
+		{"alice", "policy.decided", "budget_exhausted"}, {"alice", "approval.denied", ""},
+		{"bob", "policy.decided", "policy_denied"}, {"bob", "policy.decided", ""},
+	} {
+		stream := b.request(t, fmt.Sprintf("00000000-0000-0000-0004-%012d", i), d.principal)
+		switch {
+		case d.typ == "approval.denied":
+			b.appendOne(t, stream, d.typ, map[string]any{"approver": "carol"})
+		case d.kind == "":
+			b.appendOne(t, stream, d.typ, map[string]any{"decision": "allow", "stage": "allow"})
+		default:
+			b.appendOne(t, stream, d.typ, map[string]any{"decision": "deny", "stage": "policy", "error_kind": d.kind})
+		}
+	}
+	e, _ := b.start(t, b.exec.Pool, fast, projector.ReadModels()...)
+	var last int64
+	if err := b.db.Pool.QueryRow(ctx, `SELECT position FROM ledger.events ORDER BY tx_id DESC, position DESC LIMIT 1`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "quota usage to apply the events", passed(t, e, "quota_usage", last))
+	for _, bucket := range []string{"hour", "day"} {
+		var got string
+		// Summed over the buckets, which the events may straddle; each
+		// bucket starts on its hour or day (UTC).
+		var misaligned int
+		if err := b.db.Pool.QueryRow(ctx, `SELECT string_agg(principal || ' ' || reason || ' ' || n, ', ' ORDER BY principal, reason),
+       (SELECT count(*) FROM ledger.quota_denial_buckets WHERE bucket = $1 AND bucket_start <> date_trunc($1, bucket_start, 'UTC'))
+FROM (SELECT principal, reason, sum(denied) AS n FROM ledger.quota_denial_buckets WHERE bucket = $1 GROUP BY 1, 2) x`, bucket).Scan(&got, &misaligned); err != nil {
+			t.Fatal(err)
+		}
+		if misaligned != 0 {
+			t.Errorf("%d %s buckets do not start on the %s", misaligned, bucket, bucket)
+		}
+		if want := "alice approval_denied 1, alice budget_exhausted 1, alice policy_denied 2, bob policy_denied 1"; got != want {
+			t.Errorf("%s buckets: %q, want %q", bucket, got, want)
 		}
 	}
 }

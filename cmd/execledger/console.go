@@ -26,7 +26,9 @@ func newConsoleCmd(e *env) *cobra.Command {
 proofs, approvals, the audit trail, quotas, skills, the transparency log and health. Each person
 signs in with their own PostgreSQL login and password; every page and action runs as that login,
 so row security and the ledger_* roles decide what each sees and may do. The console connects to
-[console] login_url, or DATABASE_URL without its user and password. It checks attestations and
+[console] login_url, or DATABASE_URL without its user and password; with database.replica_url
+(EXECLEDGER_DATABASE_REPLICA_URL) set, the pages read from that standby as the same login
+(read-only sessions) and the actions (approve, deny, skill lifecycle) go to the primary. It checks attestations and
 inclusion proofs with [console] attest_keys and log_key (default: attest.key_file.pub and
 sealer.note_key_file.pub when they exist). A listen address other than loopback needs TLS.`,
 		Example: `  DATABASE_URL=postgres://db.internal/execledger execledger console
@@ -67,8 +69,12 @@ func runConsole(ctx context.Context, cfg config.Config, keys console.Keys, logge
 	if err != nil {
 		return err
 	}
+	replicaURL, err := cfg.ConsoleReplicaURL()
+	if err != nil {
+		return err
+	}
 	c := cfg.Console
-	srv, err := console.New(console.Options{LoginURL: loginURL, IdleTimeout: c.IdleTimeout.Duration, SessionConns: c.SessionConns,
+	srv, err := console.New(console.Options{LoginURL: loginURL, ReplicaURL: replicaURL, IdleTimeout: c.IdleTimeout.Duration, SessionConns: c.SessionConns,
 		MaxSessions: c.MaxSessions, SignInAttempts: c.SignInAttempts, AllowUncheckedPasswords: c.AllowUncheckedPasswords,
 		Keys: keys, Logger: logger})
 	if err != nil {

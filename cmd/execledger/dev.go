@@ -296,8 +296,11 @@ func runDev(ctx context.Context, e *env, withConsole bool) error {
   The demo policy dev writes lets demo and alice run echo, sleep, process.run and installed
   skills, and bob sleep but not echo; for other principals see the README, "Policy".
   Run budget: %d calls per run id unless ledger.set_run_budget says otherwise.
+  Login role demo_approver (principal approver) decides approvals: with demo_approver@ for postgres@ in the
+  URL, execledger approvals lists what waits with its exact input and digest, and
+  execledger approve ID --input-digest DIGEST lets it run. %s
 %sCtrl-C stops the service and the embedded database.
-`, v, cfg.Database.URL, where, policyFile, cfg.Executor.DefaultMaxCallsPerRun, indentLines(toolLines))
+`, v, cfg.Database.URL, where, policyFile, cfg.Executor.DefaultMaxCallsPerRun, devSensitive(cfg.Executor.Sensitive), indentLines(toolLines))
 	printDevPorts(e, cfg, portNotes)
 	if cfg.Console.Enabled {
 		svc.consoleReady = func(u string) {
@@ -355,6 +358,14 @@ func ensureDatabase(ctx context.Context, adminURL, name string) error {
 		return fmt.Errorf("create database %s: %w", name, err)
 	}
 	return nil
+}
+
+// devSensitive is the banner's line on which tools wait for approval.
+func devSensitive(tools []string) string {
+	if len(tools) == 0 {
+		return "No tool waits for approval now: start dev with\n  EXECLEDGER_EXECUTOR_SENSITIVE=sleep to make sleep wait for one."
+	}
+	return "Tools that wait for approval: " + strings.Join(tools, ", ") + "."
 }
 
 // indentLines is lines, each indented two spaces and ended.

@@ -355,17 +355,7 @@ func TestReplicaWaitTimesOut(t *testing.T) {
 	if _, err := admin.Exec(ctx, "INSERT INTO ledger.principals (login_role, principal) VALUES ('postgres', 'ops')"); err != nil {
 		t.Fatal(err)
 	}
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	standby, err := pgxpool.New(ctx, pair.StandbyURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer standby.Close()
-	if _, err := standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
-		t.Fatal(err)
-	}
+	pair.PauseReplay(t)
 	_, out := startCommand(t, append([]string{"DATABASE_URL=" + pair.PrimaryURL(), "EXECLEDGER_SERVE_LISTEN=", "EXECLEDGER_SEALER_ENABLED=false",
 		"EXECLEDGER_PROJECTOR_ENABLED=false", "EXECLEDGER_EXECUTOR_POLL_INTERVAL=100ms"}, serviceFiles(t)...), "serve")
 	// Final on the primary first (however long a loaded machine takes),
@@ -385,9 +375,7 @@ func TestReplicaWaitTimesOut(t *testing.T) {
 	if err := admin.QueryRow(ctx, "SELECT state FROM ledger.requests WHERE id = $1", id).Scan(&state); err != nil || state != "succeeded" {
 		t.Fatalf("request %s on the primary: %s, %v", id, state, err)
 	}
-	if _, err := standby.Exec(ctx, "SELECT pg_wal_replay_resume()"); err != nil {
-		t.Fatal(err)
-	}
+	pair.ResumeReplay(t)
 	waitUntil(t, "the resumed standby", func() bool {
 		r := execute(t, env, "", "status", id)
 		return r.code == exitOK && strings.Contains(r.stdout, "succeeded")

@@ -163,8 +163,9 @@ func newRequestsShowCmd(e *env) *cobra.Command {
 decision with its stage, reason and determining policies, approvals, the outcome, the attestation
 (digest, signing key, statement), and the request's events in order. The decisions come from the
 audit trail, which a submitter reads for its own principal; the events and the attestation's
-statement come from the log, which needs ledger_auditor, ledger_executor or ledger_admin: without
-it show says so and prints the rest.`,
+statement come from the log, which needs ledger_auditor, ledger_executor or ledger_admin. A request
+that waits for approval shows, to an approver, the input an approval decides and its digest. What
+the login may not read is left out, and show says what and why.`,
 		Example: `  execledger requests show 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80
   execledger requests show 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --json
   execledger requests show 0193f6a2-7c1e-7d4a-9b1e-2f4c5d6e7f80 --envelope att.json && execledger verify att.json --attest-key attest.key.pub`,
@@ -200,6 +201,10 @@ func showRequest(ctx context.Context, e *env, client *ledger.Client, pool *pgxpo
 	d, err := readmodel.Describe(ctx, client, pool, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return fail(exitNotFound, "no request %s (or none this login may see)", id)
+	}
+	if errors.Is(err, ledger.ErrNotPermitted) {
+		return fail(exitError, "%v (this login may read no requests: a submitter reads its own principal's, "+
+			"ledger_approver, ledger_auditor and ledger_admin every request; ledger_reader reads only the quota and health read models)", err)
 	}
 	if err != nil {
 		return fail(exitError, "%v", err)
@@ -249,8 +254,18 @@ func printDescribed(w io.Writer, d readmodel.Description, budget *runBudgetView)
 		return err
 	}
 
+	if a := d.Approval; a != nil {
+		fmt.Fprintln(w, "\nAwaiting approval:")
+		fmt.Fprintf(w, "  Input digest: %s\n", a.InputDigest)
+		fmt.Fprintf(w, "  Input (as recorded): %s\n", indentJSON(a.Input, "  "))
+		fmt.Fprintf(w, "  Approve:      execledger approve %s --input-digest %s\n", a.ID, a.InputDigest)
+	}
+
 	fmt.Fprintln(w, "\nDecisions:")
-	if len(d.Decisions) == 0 {
+	switch {
+	case d.DecisionsUnreadable != "":
+		fmt.Fprintf(w, "  (left out: %s)\n", d.DecisionsUnreadable)
+	case len(d.Decisions) == 0:
 		fmt.Fprintln(w, "  (none yet, or the audit trail has not caught up)")
 	}
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -302,7 +317,7 @@ func printDescribed(w io.Writer, d readmodel.Description, budget *runBudgetView)
 
 	fmt.Fprintln(w, "\nEvents:")
 	if d.LogUnreadable != "" {
-		fmt.Fprintf(w, "  (%s)\n", d.LogUnreadable)
+		fmt.Fprintf(w, "  (left out: %s)\n", d.LogUnreadable)
 		return nil
 	}
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -84,6 +84,7 @@ var neededRoles = map[string][]string{
 	"cancel":    {"ledger_submitter", "ledger_admin"},
 	"status":    {"ledger_submitter", "ledger_approver", "ledger_auditor", "ledger_admin"},
 	"requests":  {"ledger_submitter", "ledger_approver", "ledger_auditor", "ledger_admin"},
+	"approvals": {"ledger_approver", "ledger_auditor", "ledger_admin"},
 	"approve":   {"ledger_approver"},
 	"deny":      {"ledger_approver"},
 	"audit":     {"ledger_auditor", "ledger_admin"},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/execledger/execledger/internal/attest"
 	"github.com/execledger/execledger/internal/testdb"
+	"github.com/execledger/execledger/ledger"
 )
 
 func freePort(t *testing.T) int {
@@ -176,7 +178,9 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	if _, err := os.Stat(parent + "/attest.key"); err == nil {
 		t.Fatal("setup: a key exists before dev made one")
 	}
-	stop, out := startCommand(t, environ, "dev")
+	// The first run makes sleep wait for approval, as the README says to
+	// try an approval.
+	stop, out := startCommand(t, append(slices.Clone(environ), "EXECLEDGER_EXECUTOR_SENSITIVE=sleep"), "dev")
 	if code, _ := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
 		t.Fatalf("/readyz: %d\n%s", code, out.String())
 	}
@@ -194,6 +198,41 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	if !regexp.MustCompile(`Ports: PostgreSQL 127\.0\.0\.1:\d+, metrics http://` + regexp.QuoteMeta(addr) + `/metrics, console ` + regexp.QuoteMeta(consoleAddr)).MatchString(out.String()) {
 		t.Errorf("dev's banner does not say its ports:\n%s", out.String())
 	}
+	// The banner says how to approve, as demo_approver, which dev made;
+	// the README's walk-through works: a sleep waits, demo_approver sees
+	// its input and digest and approves exactly that input.
+	for _, want := range []string{"demo_approver", "execledger approvals", "--input-digest", "Tools that wait for approval: sleep."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the banner lacks %q:\n%s", want, out.String())
+		}
+	}
+	approverURL, _ := testdb.WithUser(url[1], "demo_approver")
+	approver := []string{"DATABASE_URL=" + approverURL}
+	if r := execute(t, approver, "", "approvals"); r.code != exitOK || !strings.Contains(r.stderr, "nothing waits") {
+		t.Errorf("approvals as demo_approver: %+v", r)
+	}
+	r := execute(t, []string{"DATABASE_URL=" + url[1]}, "", "submit", "sleep", `{"ms":1}`)
+	if r.code != exitOK {
+		t.Fatalf("submit sleep against dev: %+v", r)
+	}
+	waiting := strings.TrimSpace(r.stdout)
+	var digest string
+	waitUntil(t, "the sleep to wait for approval", func() bool {
+		r := execute(t, approver, "", "approvals", "--json")
+		var rows []ledger.Awaiting
+		if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &rows) != nil || len(rows) != 1 || rows[0].ID.String() != waiting {
+			return false
+		}
+		digest = rows[0].InputDigest
+		return true
+	})
+	if r := execute(t, approver, "", "approve", waiting, "--input-digest", digest); r.code != exitOK {
+		t.Fatalf("approve as demo_approver: %+v", r)
+	}
+	waitUntil(t, "the approved sleep to succeed", func() bool {
+		r := execute(t, []string{"DATABASE_URL=" + url[1]}, "", "status", waiting)
+		return r.code == exitOK && strings.Contains(r.stdout, "succeeded")
+	})
 	// The demo principal can submit, and demo_alice sees only alice's rows.
 	if r := execute(t, []string{"DATABASE_URL=" + url[1]}, "", "submit", "echo", `{"text":"dev"}`, "--wait", "--timeout", "30s"); r.code != exitOK {
 		t.Fatalf("submit against dev: %+v\n%s", r, out.String())
@@ -227,6 +266,9 @@ func TestDevWithEmbeddedPostgres(t *testing.T) {
 	again := regexp.MustCompile(`DATABASE_URL='([^']+)'`).FindStringSubmatch(out.String())
 	if again == nil || again[1] != url[1] {
 		t.Errorf("the restart serves %v, the first run %s", again, url[1])
+	}
+	if !strings.Contains(out.String(), "No tool waits for approval now") || !strings.Contains(out.String(), "EXECLEDGER_EXECUTOR_SENSITIVE=sleep") {
+		t.Errorf("the banner without a sensitive tool does not say how to make one:\n%s", out.String())
 	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("dev exited %d:\n%s", code, out.String())

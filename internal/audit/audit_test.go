@@ -49,6 +49,12 @@ func ids(rows []Row) []string {
 	return out
 }
 
+func reversed(s []string) []string {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}
+
 func all(t *testing.T, db *testdb.Role, f Filter) []Row {
 	t.Helper()
 	var rows []Row
@@ -108,6 +114,10 @@ func TestPagesByCursor(t *testing.T) {
 		{auditor, Filter{Limit: 2, Since: time.Now().Add(-45 * time.Minute), Until: time.Now().Add(-15 * time.Minute)},
 			[]string{"decision/3", "outcome/3", "decision/4", "decision/5", "outcome/6"}, 3},
 		{db.LoginRole(t, "alice", "ledger_submitter"), Filter{Limit: 2}, []string{"decision/1", "outcome/2", "decision/4", "decision/5", "outcome/6"}, 3},
+		// Newest first (the console's pages): the trail's order reversed.
+		{auditor, Filter{Limit: 3, Newest: true}, reversed(want), 3},
+		{auditor, Filter{Limit: 1, Newest: true, Kind: "outcome"}, []string{"outcome/6", "outcome/3", "outcome/2"}, 3},
+		{auditor, Filter{Limit: 2, Newest: true, Kind: "decision", Principal: "alice"}, []string{"decision/5", "decision/4", "decision/1"}, 2},
 	} {
 		if got, pages := page(tc.who, tc.f); !slices.Equal(got, tc.want) || pages != tc.pages {
 			t.Errorf("%+v: %v in %d pages, want %v in %d", tc.f, got, pages, tc.want, tc.pages)

@@ -21,7 +21,8 @@ const (
        state, tier, error_kind, resources, output_bytes, attestation_digest, attestation_position,
        request_position
 FROM ledger.audit_trail`
-	queryAuditOrder = ` ORDER BY recorded_at, position, kind`
+	queryAuditOrder       = ` ORDER BY recorded_at, position, kind`
+	queryAuditOrderNewest = ` ORDER BY recorded_at DESC, position DESC, kind DESC`
 )
 
 // Filter selects rows of the audit trail; zero fields select everything.
@@ -31,7 +32,13 @@ type Filter struct {
 	Request         uuid.UUID
 	// Decision: only decision rows with this decision (allow or deny).
 	Decision string
-	// After: only rows after this one, in the trail's order.
+	// Kind: only rows of this kind (decision or outcome).
+	Kind string
+	// Newest: newest first (the console's pages), the reverse of the
+	// trail's order.
+	Newest bool
+	// After: only rows after this one, in the order read (Newest's or the
+	// trail's).
 	After *Cursor
 	Limit int // 0: no limit
 }
@@ -63,18 +70,29 @@ func Query(f Filter) (string, []any) {
 	if f.Decision != "" {
 		add("decision = $%d", f.Decision)
 	}
+	if f.Kind != "" {
+		add("kind = $%d", f.Kind)
+	}
 	if c := f.After; c != nil {
-		// recorded_at >= bounds the index scan; the row comparison
+		// The time bound bounds the index scan; the row comparison
 		// skips the rows up to and including the cursor's.
-		add("recorded_at >= $%d", c.RecordedAt)
+		cmp, bound := ">", ">="
+		if f.Newest {
+			cmp, bound = "<", "<="
+		}
+		add("recorded_at "+bound+" $%d", c.RecordedAt)
 		args = append(args, c.Position, c.Kind)
-		conds[len(conds)-1] += fmt.Sprintf(" AND (recorded_at, position, kind) > ($%d, $%d, $%d)", len(args)-2, len(args)-1, len(args))
+		conds[len(conds)-1] += fmt.Sprintf(" AND (recorded_at, position, kind) %s ($%d, $%d, $%d)", cmp, len(args)-2, len(args)-1, len(args))
 	}
 	q := queryAuditTrail
 	if len(conds) > 0 {
 		q += "\nWHERE " + strings.Join(conds, " AND ")
 	}
-	q += queryAuditOrder
+	if f.Newest {
+		q += queryAuditOrderNewest
+	} else {
+		q += queryAuditOrder
+	}
 	if f.Limit > 0 {
 		args = append(args, f.Limit+1)
 		q += fmt.Sprintf(" LIMIT $%d", len(args))

@@ -107,3 +107,18 @@ func (c Config) ConsoleLoginURL() (string, error) {
 	u.User = nil
 	return u.String(), nil
 }
+
+// ConsoleReplicaURL is the URL the console's pages read from, without a
+// user or password: database.replica_url (EXECLEDGER_DATABASE_REPLICA_URL)
+// when set, else "" (the pages read from the login URL's server).
+func (c Config) ConsoleReplicaURL() (string, error) {
+	if c.Database.ReplicaURL == "" {
+		return "", nil
+	}
+	u, err := url.Parse(c.Database.ReplicaURL)
+	if err != nil {
+		return "", fmt.Errorf("console: database.replica_url: %w", err)
+	}
+	u.User = nil
+	return u.String(), nil
+}

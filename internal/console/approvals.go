@@ -22,9 +22,12 @@ type awaiting struct {
 	RunID       *string
 	InputDigest string
 	SubmittedAt time.Time
-	Input       string // the recorded input, when the login may read it
+	Input       string // the recorded input, when the login may call ledger.awaiting_approval
 	Own         bool   // submitted by the login's own principal: it may not decide
 }
+
+// awaitingPage is how many waiting requests the page shows, oldest first.
+const awaitingPage = 100
 
 type approvalsData struct {
 	IsApprover bool
@@ -51,54 +54,34 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request, sess *ses
 }
 
 func (s *Server) fillApprovals(ctx context.Context, sess *session, d *approvalsData) error {
-	q := queryAwaitingOwn
-	if sess.has("ledger_approver") || sess.has("ledger_auditor") || sess.has("ledger_admin") {
-		q = queryAwaiting
+	if !sess.callsAwaiting() {
+		// A submitter: its own principal's waiting requests, by row
+		// security, without the input (it may not read the log).
+		rows, err := sess.read.Query(ctx, queryAwaitingOwn)
+		if err != nil {
+			return err
+		}
+		d.Rows, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (awaiting, error) {
+			var a awaiting
+			err := row.Scan(&a.ID, &a.Principal, &a.Tool, &a.RunID, &a.InputDigest, &a.SubmittedAt)
+			a.Own = a.Principal == sess.principal
+			return a, err
+		})
+		d.InputNote = "This login may not call ledger.awaiting_approval (ledger_approver, ledger_auditor and ledger_admin may): " +
+			"it sees its own principal's waiting requests and their digests, not the inputs."
+		return err
 	}
-	rows, err := sess.pool.Query(ctx, q)
+	// ledger.awaiting_approval: the input as recorded, for approvers too,
+	// who read neither the log nor the queue.
+	list, err := ledger.AwaitingApproval(ctx, sess.read, awaitingPage)
 	if err != nil {
 		return err
 	}
-	d.Rows, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (awaiting, error) {
-		var a awaiting
-		err := row.Scan(&a.ID, &a.Principal, &a.Tool, &a.RunID, &a.InputDigest, &a.SubmittedAt)
-		a.Own = a.Principal == sess.principal
-		return a, err
-	})
-	if err != nil {
-		return err
+	for _, a := range list {
+		d.Rows = append(d.Rows, awaiting{ID: a.ID, Principal: a.Principal, Tool: a.Tool, RunID: a.RunID, InputDigest: a.InputDigest,
+			SubmittedAt: a.SubmittedAt, Input: prettyJSON(a.Input), Own: a.Principal == sess.principal})
 	}
-	if !sess.readsLog() {
-		d.InputNote = "This login may not read the log, where each request's input is recorded: the digest above is what an approval binds to. " +
-			"An approver view of the inputs is planned (issue 25); until then an auditor can show the input for a digest."
-		return nil
-	}
-	streams := make([]string, len(d.Rows))
-	at := make(map[uuid.UUID]int, len(d.Rows))
-	for i, a := range d.Rows {
-		streams[i] = "request:" + a.ID.String()
-		at[a.ID] = i
-	}
-	rows, err = sess.pool.Query(ctx, queryRequestedInputs, streams)
-	if err == nil {
-		for rows.Next() {
-			var id uuid.UUID
-			var payload string
-			if err = rows.Scan(&id, &payload); err != nil {
-				break
-			}
-			d.Rows[at[id]].Input = prettyJSON([]byte(payload))
-		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
-	}
-	if isPermission(err) {
-		d.InputNote = "This login may not read the recorded inputs."
-		return nil
-	}
-	return err
+	return nil
 }
 
 // decideApproval approves or denies through ledger.approve or

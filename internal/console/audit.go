@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,37 +13,23 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
+
+	"github.com/execledger/execledger/internal/audit"
 )
 
-// queryAudit reads ledger.audit_trail as the login (row security decides
-// the rows); auditFilter.sql adds conditions naming indexed columns.
-const queryAudit = `SELECT position, recorded_at, kind, event_type, request_id, principal, tool, run_id, attempt,
-       decision, stage, reason_code, coalesce(determining_policies, '{}'), policy_digest, approver, state, tier,
-       error_kind, resources, output_bytes, attestation_digest
-FROM ledger.audit_trail`
-
+// auditFilter is the audit trail page's query string: the shared filters
+// and the request, kind and page cursor that internal/audit reads by.
 type auditFilter struct {
-	Principal, Tool, Request, Kind string
-	Since, Until                   string
-	since, until                   time.Time
-	request                        uuid.UUID
-	before                         *auditCursor
-}
-
-type auditCursor struct {
-	at  time.Time
-	pos int64
+	listFilter
+	Request, Kind string
+	request       uuid.UUID
+	after         *audit.Cursor
 }
 
 func parseAuditFilter(q url.Values) (auditFilter, error) {
-	f := auditFilter{Principal: strings.TrimSpace(q.Get("principal")), Tool: strings.TrimSpace(q.Get("tool")),
-		Request: strings.TrimSpace(q.Get("request")), Kind: q.Get("kind"), Since: q.Get("since"), Until: q.Get("until")}
-	var err error
-	if f.since, err = parseTime("since", f.Since); err != nil {
-		return f, err
-	}
-	if f.until, err = parseTime("until", f.Until); err != nil {
+	lf, err := parseListFilter(q)
+	f := auditFilter{listFilter: lf, Request: strings.TrimSpace(q.Get("request")), Kind: q.Get("kind")}
+	if err != nil {
 		return f, err
 	}
 	if f.Request != "" {
@@ -53,110 +40,30 @@ func parseAuditFilter(q url.Values) (auditFilter, error) {
 	if f.Kind != "" && f.Kind != "decision" && f.Kind != "outcome" {
 		return f, fmt.Errorf("kind %q is not decision or outcome", f.Kind)
 	}
-	if b := q.Get("before"); b != "" {
-		at, pos, ok := strings.Cut(b, "_")
-		t, err1 := time.Parse(time.RFC3339Nano, at)
-		p, err2 := strconv.ParseInt(pos, 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			return f, fmt.Errorf("not a page cursor")
+	if a := q.Get("after"); a != "" {
+		c, err := audit.ParseCursor(a)
+		if err != nil {
+			return f, errors.New("not a page cursor")
 		}
-		f.before = &auditCursor{at: t, pos: p}
+		f.after = &c
 	}
 	return f, nil
 }
 
-// sql is the newest-first statement for f; limit 0 reads every row.
-func (f auditFilter) sql(limit int) (string, []any) {
-	var conds []string
-	var args []any
-	add := func(cond string, vals ...any) {
-		idx := make([]any, len(vals))
-		for i, v := range vals {
-			args = append(args, v)
-			idx[i] = len(args)
-		}
-		conds = append(conds, fmt.Sprintf(cond, idx...))
-	}
-	if f.Principal != "" {
-		add("principal = $%d", f.Principal)
-	}
-	if f.Tool != "" {
-		add("tool = $%d", f.Tool)
-	}
-	if f.request != uuid.Nil {
-		add("request_id = $%d", f.request)
-	}
-	if f.Kind != "" {
-		add("kind = $%d", f.Kind)
-	}
-	if !f.since.IsZero() {
-		add("recorded_at >= $%d", f.since)
-	}
-	if !f.until.IsZero() {
-		add("recorded_at < $%d", f.until)
-	}
-	if f.before != nil {
-		add("(recorded_at, position) < ($%d, $%d)", f.before.at, f.before.pos)
-	}
-	q := queryAudit
-	if len(conds) > 0 {
-		q += "\nWHERE " + strings.Join(conds, " AND ")
-	}
-	q += " ORDER BY recorded_at DESC, position DESC"
-	if limit > 0 {
-		q += " LIMIT " + strconv.Itoa(limit)
-	}
-	return q, args
+// filter is f as internal/audit's Filter, newest first; limit 0 reads
+// every row.
+func (f auditFilter) filter(limit int) audit.Filter {
+	return audit.Filter{Principal: f.Principal, Tool: f.Tool, Since: f.since, Until: f.until, Request: f.request, Kind: f.Kind,
+		Newest: true, After: f.after, Limit: limit}
 }
 
 func (f auditFilter) query() url.Values {
-	v := url.Values{}
-	for k, s := range map[string]string{"principal": f.Principal, "tool": f.Tool, "request": f.Request, "kind": f.Kind,
-		"since": f.Since, "until": f.Until} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	return v
-}
-
-// auditRow is one row of ledger.audit_trail; its JSON is a JSON Lines
-// export's line.
-type auditRow struct {
-	Position            int64           `json:"position"`
-	RecordedAt          time.Time       `json:"recorded_at"`
-	Kind                string          `json:"kind"`
-	EventType           string          `json:"event_type"`
-	RequestID           uuid.UUID       `json:"request_id"`
-	Principal           string          `json:"principal"`
-	Tool                string          `json:"tool"`
-	RunID               *string         `json:"run_id"`
-	Attempt             *int32          `json:"attempt"`
-	Decision            *string         `json:"decision"`
-	Stage               *string         `json:"stage"`
-	ReasonCode          *string         `json:"reason_code"`
-	DeterminingPolicies []string        `json:"determining_policies"`
-	PolicyDigest        *string         `json:"policy_digest"`
-	Approver            *string         `json:"approver"`
-	State               *string         `json:"state"`
-	Tier                *string         `json:"tier"`
-	ErrorKind           *string         `json:"error_kind"`
-	Resources           json.RawMessage `json:"resources"`
-	OutputBytes         *int64          `json:"output_bytes"`
-	AttestationDigest   *string         `json:"attestation_digest"`
-}
-
-func scanAudit(row pgx.CollectableRow) (auditRow, error) {
-	var a auditRow
-	err := row.Scan(&a.Position, &a.RecordedAt, &a.Kind, &a.EventType, &a.RequestID, &a.Principal, &a.Tool, &a.RunID,
-		&a.Attempt, &a.Decision, &a.Stage, &a.ReasonCode, &a.DeterminingPolicies, &a.PolicyDigest, &a.Approver, &a.State,
-		&a.Tier, &a.ErrorKind, &a.Resources, &a.OutputBytes, &a.AttestationDigest)
-	return a, err
+	return f.values(map[string]string{"request": f.Request, "kind": f.Kind})
 }
 
 type auditData struct {
 	Filter      auditFilter
-	Rows        []auditRow
+	Rows        []audit.Row
 	Next, First string
 	ExportCSV   string
 	ExportJSONL string
@@ -171,23 +78,18 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request, sess *session
 		s.render(w, http.StatusBadRequest, "audit", s.page(sess, "Audit trail", "audit", d))
 		return
 	}
-	q, args := f.sql(pageSize + 1)
-	rows, err := sess.pool.Query(r.Context(), q, args...)
-	if err == nil {
-		d.Rows, err = pgx.CollectRows(rows, scanAudit)
-	}
+	rows, next, err := audit.Page(r.Context(), sess.read, f.filter(pageSize))
 	if err != nil {
 		s.dbFail(w, sess, "the audit trail", err)
 		return
 	}
-	if len(d.Rows) > pageSize {
-		d.Rows = d.Rows[:pageSize]
-		last := d.Rows[len(d.Rows)-1]
+	d.Rows = rows
+	if next != nil {
 		v := f.query()
-		v.Set("before", last.RecordedAt.UTC().Format(time.RFC3339Nano)+"_"+strconv.FormatInt(last.Position, 10))
+		v.Set("after", next.String())
 		d.Next = "/audit?" + v.Encode()
 	}
-	if f.before != nil {
+	if f.after != nil {
 		d.First = "/audit?" + f.query().Encode()
 	}
 	v := f.query()
@@ -215,52 +117,56 @@ func (s *Server) auditExport(w http.ResponseWriter, r *http.Request, sess *sessi
 		s.fail(w, sess, http.StatusBadRequest, "format must be csv or jsonl")
 		return
 	}
-	q, args := f.sql(0)
-	rows, err := sess.pool.Query(r.Context(), q, args...)
-	if err != nil {
+	// The first row decides the status: a refusal is an error page,
+	// after it the rows stream.
+	started := false
+	start := func() {
+		started = true
+		if format == "csv" {
+			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		} else {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+		}
+		w.Header().Set("Content-Disposition", `attachment; filename="audit-trail.`+format+`"`)
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csv.NewWriter(bw)
+	enc := json.NewEncoder(bw)
+	_, err = audit.Each(r.Context(), sess.read, f.filter(0), func(a audit.Row) error {
+		if !started {
+			start()
+			if format == "csv" {
+				_ = cw.Write(auditCSVHeader)
+			}
+		}
+		if format == "jsonl" {
+			return enc.Encode(a)
+		}
+		return cw.Write(auditCSV(a))
+	})
+	if err != nil && !started {
 		s.dbFail(w, sess, "the audit trail", err)
 		return
 	}
-	defer rows.Close()
-	if format == "csv" {
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	} else {
-		w.Header().Set("Content-Type", "application/x-ndjson")
-	}
-	w.Header().Set("Content-Disposition", `attachment; filename="audit-trail.`+format+`"`)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csv.NewWriter(bw)
-	if format == "csv" {
-		_ = cw.Write(auditCSVHeader)
-	}
-	enc := json.NewEncoder(bw)
-	for rows.Next() {
-		a, err := scanAudit(rows)
-		if err != nil {
-			s.log.Warn("audit export", "error", err)
-			return
-		}
-		if format == "jsonl" {
-			if enc.Encode(a) != nil {
-				return
-			}
-			continue
-		}
-		if cw.Write(a.csv()) != nil {
-			return
-		}
-	}
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		// The status line is gone; the truncated body ends without
 		// its last line, and the log says why.
 		s.log.Warn("audit export", "error", err)
 		return
 	}
+	if !started {
+		start()
+		if format == "csv" {
+			_ = cw.Write(auditCSVHeader)
+		}
+	}
 	cw.Flush()
 	_ = bw.Flush()
 }
 
-func (a auditRow) csv() []string {
+// auditCSV is a row as the CSV export's record: the columns of
+// auditCSVHeader, cells a submitter chose neutralized.
+func auditCSV(a audit.Row) []string {
 	str := func(p *string) string {
 		if p == nil {
 			return ""

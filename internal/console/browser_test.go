@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/execledger/execledger/ledger"
 )
 
 // The browser tests drive Debian's chromium (scripts/ensure-test-deps.sh
@@ -114,6 +116,19 @@ func eval[T any](p *person, js string) T {
 	return v
 }
 
+// waitJS polls js in the page (generously: the machine may be loaded)
+// until it is true.
+func (p *person) waitJS(what, js string) {
+	p.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !eval[bool](p, js) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("timed out waiting for %s (%s)", what, js)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (p *person) open(path, waitFor string) {
 	p.t.Helper()
 	p.run(chromedp.Navigate(p.base+path), chromedp.WaitVisible(chromedp.CSS(waitFor)))
@@ -157,9 +172,21 @@ func TestBrowser(t *testing.T) {
 	bobID := w.submit(t, w.bob, "echo", `{"text":"from bob"}`, "run-b", "")
 	alicesSleep := w.submit(t, w.alice, "sleep", `{"ms":5}`, "run-7", "")
 	bobsSleep := w.submit(t, w.bob, "sleep", `{"ms":5}`, "", "")
+	refused := w.submit(t, w.bob, "sleep", `{"seconds":1}`, "run-b", "") // denied: invalid_input
 	w.waitSealed(t, hostileID)
+	w.waitSealed(t, refused)
 	w.waitState(t, alicesSleep, "awaiting_approval")
 	w.waitState(t, bobsSleep, "awaiting_approval")
+	// Two witnesses for the log page: one current, one far behind.
+	var oldest, newest int64
+	waitFor(t, "two checkpoints", func() bool {
+		err := w.db.Pool.QueryRow(context.Background(), "SELECT min(size), max(size) FROM ledger.checkpoints").Scan(&oldest, &newest)
+		return err == nil && newest > oldest
+	})
+	if _, err := w.db.Pool.Exec(context.Background(), `INSERT INTO ledger.checkpoint_cosignatures (size, key_name, key_hash, signature)
+VALUES ($1, 'witness.example/stale', 3054, 'AAAA'), ($2, 'witness.example/current', 4242, 'AAAA')`, oldest, newest); err != nil {
+		t.Fatal(err)
+	}
 
 	// Sign-in: a wrong password is refused with the uniform message.
 	alice := newPerson(t, ts)
@@ -218,8 +245,12 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("checkpoint: %q", got)
 	}
 	proofs := eval[[]string](audrey, `Array.from(document.querySelectorAll('#proofs .proof-status')).map(e => e.textContent)`)
-	if len(proofs) < 3 { // tool.requested, request.decided, execution.completed
-		t.Fatalf("proofs: %q", proofs)
+	var events int
+	if err := w.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM ledger.events WHERE stream = 'request:' || $1::text", hostileID).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if len(proofs) != events || events < 3 {
+		t.Fatalf("proofs of %d events: %q", events, proofs)
 	}
 	for _, p := range proofs {
 		if !strings.HasPrefix(p, "Included: leaf") {
@@ -259,6 +290,15 @@ func TestBrowser(t *testing.T) {
 	carol := newPerson(t, ts)
 	carol.signIn(w.carol)
 	carol.open("/approvals", "main h1")
+	// carol holds ledger_approver alone: she sees the exact input and its
+	// digest all the same (ledger.awaiting_approval).
+	card := `document.querySelector('form[action="/approvals/` + alicesSleep.String() + `"]').closest('section')`
+	if got := eval[string](carol, card+`.querySelector('pre.payload').textContent`); got != "{\n  \"ms\": 5\n}" {
+		t.Errorf("the input carol approves: %q", got)
+	}
+	if got := eval[string](carol, card+`.querySelector('.input-digest').textContent`); !strings.HasPrefix(got, "sha256:") || len(got) != 71 {
+		t.Errorf("the digest carol approves: %q", got)
+	}
 	carol.screenshot("approvals")
 	carol.run(chromedp.SendKeys(chromedp.CSS(`form[action="/approvals/`+alicesSleep.String()+`"] textarea`), "reviewed in the browser"))
 	carol.run(chromedp.Click(chromedp.CSS(`form[action="/approvals/` + alicesSleep.String() + `"] button[value="approve"]`)))
@@ -267,4 +307,52 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("approval: %q", got)
 	}
 	w.waitState(t, alicesSleep, "succeeded")
+}
+
+// TestBrowserLiveUpdates: a request submitted after the requests page
+// loaded appears in it, and a request's page follows its state to the
+// end, both without a reload (a marker set in the page survives).
+func TestBrowserLiveUpdates(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ts := newTestServer(t, w.server(t, nil))
+	before := w.submit(t, w.alice, "echo", `{"text":"before the page"}`, "", "")
+	w.waitState(t, before, "succeeded")
+
+	alice := newPerson(t, ts)
+	alice.signIn(w.alice)
+	alice.open("/requests", "#requests-table")
+	if !eval[bool](alice, `document.getElementById('live').checked`) {
+		t.Fatal("live updates are off on the first page")
+	}
+	eval[bool](alice, `window.__samePage = true`)
+	later := w.submit(t, w.alice, "sleep", `{"ms":3}`, "run-live", "")
+	row := `Array.from(document.querySelectorAll('#requests-table tr')).find(r => r.textContent.includes('` + later.String() + `'))`
+	alice.waitJS("the new request in the list", `!!`+row)
+	alice.waitJS("its state to become awaiting_approval", row+`.querySelector('.state').textContent === 'awaiting_approval'`)
+	if !eval[bool](alice, `window.__samePage === true`) {
+		t.Fatal("the requests page was reloaded")
+	}
+	alice.screenshot("requests-live")
+
+	// The request's page, open while it waits: an approval by another
+	// login lets it run, and the page shows it end.
+	alice.open("/requests/"+later.String(), "#request-state")
+	if got := alice.text("#request-state"); got != "awaiting_approval" {
+		t.Fatalf("the request's state: %q", got)
+	}
+	eval[bool](alice, `window.__samePage = true`)
+	c := ledger.NewClient(w.carol.Pool)
+	defer c.Close()
+	if err := c.Approve(context.Background(), later, "live", ""); err != nil {
+		t.Fatal(err)
+	}
+	alice.waitJS("the request's page to show it succeeded", `document.getElementById('request-state').textContent === 'succeeded'`)
+	alice.waitJS("the page to say the request ended", `document.getElementById('request-live-status').textContent.includes('has ended')`)
+	if !eval[bool](alice, `window.__samePage === true`) {
+		t.Fatal("the request's page was reloaded")
+	}
+	if got := alice.text("#request-live-body"); !strings.Contains(got, "run-live") {
+		t.Errorf("the live part lost the request's facts: %q", got)
+	}
 }

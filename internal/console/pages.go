@@ -23,7 +23,7 @@ type section[T any] struct {
 // load fills a section from a query, turning a permission error into a
 // note; any other error is returned.
 func load[T any](ctx context.Context, sess *session, what, q string, scan func(pgx.CollectableRow) (T, error), args ...any) (section[T], error) {
-	rows, err := sess.pool.Query(ctx, q, args...)
+	rows, err := sess.read.Query(ctx, q, args...)
 	if err == nil {
 		var out []T
 		out, err = pgx.CollectRows(rows, scan)
@@ -135,13 +135,22 @@ type bucketRow struct {
 	Fuel, CPU, Wall int64
 }
 
+// denialBucketRow is one hour's denials of one reason.
+type denialBucketRow struct {
+	Start  time.Time
+	Reason string
+	Denied int64
+}
+
 type quotasData struct {
-	Principal string
-	Usage     section[quotaRow]
-	Runs      section[runQuotaRow]
-	Denials   section[denialRow]
-	Buckets   section[bucketRow]
-	Charts    []chart
+	Principal     string
+	Usage         section[quotaRow]
+	Runs          section[runQuotaRow]
+	Denials       section[denialRow]
+	Buckets       section[bucketRow]
+	Charts        []chart
+	DenialBuckets section[denialBucketRow]
+	DenialChart   *stackedChart
 }
 
 const (
@@ -158,6 +167,12 @@ WHERE ($1 = '' OR principal = $1) ORDER BY denied DESC, principal, run_id, reaso
 FROM ledger.quota_usage_buckets
 WHERE bucket = 'hour' AND bucket_start >= $2 AND ($1 = '' OR principal = $1)
 GROUP BY bucket_start ORDER BY bucket_start`
+	// queryDenialBuckets sums the hourly denials by reason of the last two
+	// days (quota_denial_buckets, 023).
+	queryDenialBuckets = `SELECT bucket_start, reason, sum(denied)::bigint
+FROM ledger.quota_denial_buckets
+WHERE bucket = 'hour' AND bucket_start >= $2 AND ($1 = '' OR principal = $1)
+GROUP BY bucket_start, reason ORDER BY bucket_start, reason`
 )
 
 func (s *Server) quotasPage(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -192,6 +207,14 @@ func (s *Server) quotasPage(w http.ResponseWriter, r *http.Request, sess *sessio
 			return b, err
 		}, d.Principal, since)
 		d.Charts = quotaCharts(d.Buckets.Rows, since, 49)
+		if err == nil {
+			d.DenialBuckets, err = load(ctx, sess, "denials by reason over time", queryDenialBuckets, func(row pgx.CollectableRow) (denialBucketRow, error) {
+				var b denialBucketRow
+				err := row.Scan(&b.Start, &b.Reason, &b.Denied)
+				return b, err
+			}, d.Principal, since)
+			d.DenialChart = denialChart(d.DenialBuckets.Rows, since, 49)
+		}
 	}
 	if err != nil {
 		s.dbFail(w, sess, "quotas", err)
@@ -270,7 +293,26 @@ type checkpointRow struct {
 	Lag          string // from signing to publication
 }
 
+// witnessRow is one witness's cosignatures: its newest and how far it is
+// behind the newest checkpoint.
+type witnessRow struct {
+	KeyName       string
+	KeyHash       int64
+	NewestSize    int64
+	CosignedAt    time.Time // when its newest cosignature was stored
+	Behind        int64     // checkpoints signed after its newest (at most maxBehind+1)
+	BehindFor     string    // how much older its newest is than the newest checkpoint
+	Configured    bool      // one of the console's witness keys
+	BehindCapped  bool
+	CheckpointsAt int64 // the newest checkpoint's size
+}
+
+// maxBehind bounds the count of checkpoints a witness is behind: past
+// it the page says "more than".
+const maxBehind = 10000
+
 type logData struct {
+	Witnesses   section[witnessRow]
 	Checkpoints section[checkpointRow]
 	Chart       *chart
 	KeyName     string
@@ -281,6 +323,29 @@ type logData struct {
 const queryCheckpoints = `SELECT c.size, c.root_hash, c.origin, c.signed_at, c.published_at,
        (SELECT count(*) FROM ledger.checkpoint_cosignatures w WHERE w.size = c.size)
 FROM ledger.checkpoints c ORDER BY c.size DESC LIMIT 100`
+
+// queryWitnesses walks the distinct witnesses of
+// checkpoint_cosignatures_key_idx (025) one probe at a time and reads
+// each one's newest cosignature and how far behind the newest checkpoint
+// it is.
+const queryWitnesses = `WITH RECURSIVE k AS (
+    (SELECT key_name, key_hash FROM ledger.checkpoint_cosignatures ORDER BY key_name, key_hash LIMIT 1)
+    UNION ALL
+    SELECT n.key_name, n.key_hash FROM k CROSS JOIN LATERAL (
+        SELECT c.key_name, c.key_hash FROM ledger.checkpoint_cosignatures c
+        WHERE (c.key_name, c.key_hash) > (k.key_name, k.key_hash) ORDER BY c.key_name, c.key_hash LIMIT 1) n
+), newest AS (
+    SELECT size, signed_at FROM ledger.checkpoints ORDER BY size DESC LIMIT 1
+)
+SELECT k.key_name, k.key_hash, l.size, l.recorded_at, newest.size,
+       (SELECT count(*) FROM (SELECT 1 FROM ledger.checkpoints c WHERE c.size > l.size LIMIT $1) x),
+       extract(epoch FROM newest.signed_at - cs.signed_at)::float8
+FROM k
+CROSS JOIN LATERAL (SELECT c.size, c.recorded_at FROM ledger.checkpoint_cosignatures c
+                    WHERE c.key_name = k.key_name AND c.key_hash = k.key_hash ORDER BY c.size DESC LIMIT 1) l
+JOIN ledger.checkpoints cs ON cs.size = l.size
+CROSS JOIN newest
+ORDER BY k.key_name, k.key_hash`
 
 func (s *Server) logPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	d, err := s.logData(r.Context(), sess)
@@ -308,6 +373,22 @@ func (s *Server) logData(ctx context.Context, sess *session) (logData, error) {
 		return c, err
 	})
 	d.Chart = sizeChart(d.Checkpoints.Rows)
+	if err != nil {
+		return d, err
+	}
+	d.Witnesses, err = load(ctx, sess, "the witness cosignatures", queryWitnesses, func(row pgx.CollectableRow) (witnessRow, error) {
+		var x witnessRow
+		var secs float64
+		err := row.Scan(&x.KeyName, &x.KeyHash, &x.NewestSize, &x.CosignedAt, &x.CheckpointsAt, &x.Behind, &secs)
+		x.BehindCapped = x.Behind > maxBehind
+		x.BehindFor = (time.Duration(secs * float64(time.Second))).Round(time.Millisecond).String()
+		for _, v := range s.opts.Keys.Witnesses {
+			if v.Name() == x.KeyName && int64(v.KeyHash()) == x.KeyHash {
+				x.Configured = true
+			}
+		}
+		return x, err
+	}, maxBehind+1)
 	return d, err
 }
 

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -217,7 +218,11 @@ func TestApprovals(t *testing.T) {
 	bob.mustSignIn(w.bob)
 	_, page := bob.get("/approvals")
 	digest := regexp.MustCompile(`name="input_digest" value="(sha256:[0-9a-f]{64})"`).FindStringSubmatch(page)
-	if digest == nil || !strings.Contains(page, mine.String()) || !strings.Contains(page, "issue 25") {
+	// An approver sees the exact input as recorded, from
+	// ledger.awaiting_approval: it reads neither the log nor the queue.
+	if digest == nil || !strings.Contains(page, mine.String()) || !strings.Contains(page, `{
+  &#34;ms&#34;: 1
+}`) || strings.Contains(page, "may not call") {
 		t.Fatalf("bob's approvals page:\n%s", page)
 	}
 	// The two-person rule: bob may not approve his own request.
@@ -246,6 +251,11 @@ func TestApprovals(t *testing.T) {
 	}
 	w.waitState(t, other, "succeeded")
 	w.waitState(t, denied, "denied")
+	// Decided, they leave the approver's page, inputs and all.
+	if _, page := carol.get("/approvals"); strings.Contains(page, other.String()) || strings.Contains(page, denied.String()) ||
+		!strings.Contains(page, mine.String()) {
+		t.Fatalf("carol's approvals page once decided:\n%s", page)
+	}
 	// The decisions are events attributed to carol's login.
 	var actor, loginRole string
 	if err := w.db.Pool.QueryRow(context.Background(), `SELECT metadata->>'actor', metadata->>'login_role' FROM ledger.events
@@ -318,14 +328,35 @@ func TestPagesRender(t *testing.T) {
 	ts := newTestServer(t, w.server(t, nil))
 	id := w.submit(t, w.alice, "echo", `{"text":"x"}`, "r9", "")
 	w.waitSealed(t, id)
+	// A denial (an input sleep refuses), counted by reason per hour.
+	bad := w.submit(t, w.alice, "sleep", `{"seconds":1}`, "", "")
+	w.waitSealed(t, bad)
+	ctx := context.Background()
+	waitFor(t, "the denial in quota_denial_buckets", func() bool {
+		var n int
+		err := w.db.Pool.QueryRow(ctx, "SELECT count(*) FROM ledger.quota_denial_buckets WHERE principal = 'alice'").Scan(&n)
+		return err == nil && n > 0
+	})
+	// Two witnesses: one cosigned the first checkpoint only, one the
+	// newest.
+	var oldest, newest int64
+	waitFor(t, "two checkpoints", func() bool {
+		err := w.db.Pool.QueryRow(ctx, "SELECT min(size), max(size) FROM ledger.checkpoints").Scan(&oldest, &newest)
+		return err == nil && newest > oldest
+	})
+	if _, err := w.db.Pool.Exec(ctx, `INSERT INTO ledger.checkpoint_cosignatures (size, key_name, key_hash, signature)
+VALUES ($1, 'witness.behind', 1, 'AAAA'), ($2, 'witness.current', 2, 'AAAA')`, oldest, newest); err != nil {
+		t.Fatal(err)
+	}
 	audrey := newClient(t, ts)
 	audrey.mustSignIn(w.audrey)
 	for path, want := range map[string][]string{
 		"/health":                 {"audit_trail", "Queue depth"},
-		"/quotas":                 {"Calls allowed per hour", "<svg", "r9"},
+		"/quotas":                 {"Calls allowed per hour", "<svg", "r9", "Calls denied per hour, by reason", `class="s0"><title>`, "invalid_input: 1"},
 		"/quotas?principal=alice": {"for alice"},
 		"/skills":                 {"Trust store"},
-		"/log":                    {"Tree size at each checkpoint", "execledger.test/console"},
+		"/log":                    {"Tree size at each checkpoint", "execledger.test/console", "witness.behind+00000001", "witness.current+00000002"},
+		"/quotas?principal=bob":   {"No denials in the last 48 hours."},
 		"/audit?kind=bogus":       {"not decision or outcome"},
 	} {
 		code, body := audrey.get(path)
@@ -337,6 +368,20 @@ func TestPagesRender(t *testing.T) {
 				t.Errorf("%s lacks %q", path, s)
 			}
 		}
+	}
+	// The witness behind is behind by the checkpoints after the first; the
+	// page counts them as SQL does.
+	var behind int64
+	if err := w.db.Pool.QueryRow(ctx, "SELECT count(*) FROM ledger.checkpoints WHERE size > $1", oldest).Scan(&behind); err != nil {
+		t.Fatal(err)
+	}
+	_, logPage := audrey.get("/log")
+	row := regexp.MustCompile(`witness\.behind\+00000001(?s:.*?)witness-behind">(\d+)<`).FindStringSubmatch(logPage)
+	if row == nil {
+		t.Fatalf("no lag for the witness behind:\n%s", logPage)
+	}
+	if n, _ := strconv.ParseInt(row[1], 10, 64); n < behind || n < 1 {
+		t.Errorf("the witness behind is %d checkpoints behind, SQL counted at least %d", n, behind)
 	}
 	// A submitter sees its own quotas, and is told what it may not read.
 	alice := newClient(t, ts)

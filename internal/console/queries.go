@@ -21,17 +21,10 @@ FROM ledger.request_status WHERE id = $1`
        coalesce(determining_policies, '{}'), policy_digest, approver, state, error_kind, resources
 FROM ledger.audit_trail WHERE request_id = $1 ORDER BY position, kind`
 
-	// queryAwaiting is what waits for an approver: ledger.awaiting_approval,
-	// the SQL API's list (through the queue), oldest first.
-	queryAwaiting = `SELECT id, principal, tool, run_id, input_digest, submitted_at FROM ledger.awaiting_approval(200)`
-	// queryAwaitingOwn is what a login that may not call it (a submitter)
-	// sees: its own principal's waiting requests, by row security.
+	// queryAwaitingOwn is what a login that may not call
+	// ledger.awaiting_approval (a submitter) sees: its own principal's
+	// waiting requests, by row security.
 	queryAwaitingOwn = `SELECT id, principal, tool, run_id, 'sha256:' || encode(input_digest, 'hex'), submitted_at
 FROM ledger.request_status WHERE state = 'awaiting_approval'
 ORDER BY submitted_at, id LIMIT 200`
-
-	// queryRequestedInput reads a request's tool.requested payload (its
-	// input as recorded): only logins that read the log may.
-	queryRequestedInputs = `SELECT substr(stream, 9)::uuid, payload::text FROM ledger.events
-WHERE stream = ANY($1) AND version = 1`
 )

@@ -104,6 +104,21 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, d pageDa
 	_, _ = b.WriteTo(w)
 }
 
+// renderFragment writes one template of page name, without the layout:
+// the part of a page that console.js replaces in place.
+func (s *Server) renderFragment(w http.ResponseWriter, name, fragment string, data any) {
+	var b bytes.Buffer
+	if err := s.pages[name].ExecuteTemplate(&b, fragment, data); err != nil {
+		s.log.Error("render", "page", name, "fragment", fragment, "error", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = b.WriteTo(w)
+}
+
 type errorData struct {
 	Message string
 }

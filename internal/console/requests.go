@@ -22,10 +22,9 @@ const pageSize = 50
 
 // requestFilter is the list's query string.
 type requestFilter struct {
-	State, Tool, Principal, Run, ErrorKind, Key string
-	Since, Until                                string // as typed
-	since, until                                time.Time
-	after                                       *cursor
+	listFilter
+	State, Run, ErrorKind, Key string
+	after                      *cursor
 }
 
 // cursor is the keyset position of the last row of a page.
@@ -52,20 +51,6 @@ func parseCursor(s string) (*cursor, error) {
 	return &cursor{at: t, id: u}, nil
 }
 
-// parseTime reads an RFC 3339 time or a datetime-local input's value
-// (taken as UTC); "" is no bound.
-func parseTime(field, v string) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%s %q is not a time (2026-11-24T09:00 or RFC 3339, UTC)", field, v)
-}
-
 var errorKinds = []string{"invalid_input", "policy_denied", "budget_exhausted", "approval_denied", "skill_not_active",
 	"capability_denied", "workspace_scope_denied", "egress_denied", "quota_exceeded", "timed_out", "spawn_failed",
 	"runtime_failure", "cancelled", "outcome_unknown"}
@@ -80,21 +65,17 @@ func validErrorKind(k string) bool {
 }
 
 func parseRequestFilter(q url.Values) (requestFilter, error) {
-	f := requestFilter{State: q.Get("state"), Tool: strings.TrimSpace(q.Get("tool")), Principal: strings.TrimSpace(q.Get("principal")),
-		Run: strings.TrimSpace(q.Get("run")), ErrorKind: q.Get("error_kind"), Key: strings.TrimSpace(q.Get("key")),
-		Since: q.Get("since"), Until: q.Get("until")}
+	lf, err := parseListFilter(q)
+	f := requestFilter{listFilter: lf, State: q.Get("state"), Run: strings.TrimSpace(q.Get("run")), ErrorKind: q.Get("error_kind"),
+		Key: strings.TrimSpace(q.Get("key"))}
+	if err != nil {
+		return f, err
+	}
 	if f.State != "" && !ledger.State(f.State).Valid() {
 		return f, fmt.Errorf("state %q is not a state", f.State)
 	}
 	if f.ErrorKind != "" && !validErrorKind(f.ErrorKind) {
 		return f, fmt.Errorf("error kind %q is not an error kind", f.ErrorKind)
-	}
-	var err error
-	if f.since, err = parseTime("since", f.Since); err != nil {
-		return f, err
-	}
-	if f.until, err = parseTime("until", f.Until); err != nil {
-		return f, err
 	}
 	if a := q.Get("after"); a != "" {
 		if f.after, err = parseCursor(a); err != nil {
@@ -174,14 +155,7 @@ func (f requestFilter) sql(wide bool) (string, []any) {
 
 // query is f's query string without the cursor, for the next page's link.
 func (f requestFilter) query() url.Values {
-	v := url.Values{}
-	for k, s := range map[string]string{"state": f.State, "tool": f.Tool, "principal": f.Principal, "run": f.Run,
-		"error_kind": f.ErrorKind, "key": f.Key, "since": f.Since, "until": f.Until} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	return v
+	return f.values(map[string]string{"state": f.State, "run": f.Run, "error_kind": f.ErrorKind, "key": f.Key})
 }
 
 type requestRow struct {
@@ -244,12 +218,17 @@ func (s *Server) requestsPage(w http.ResponseWriter, r *http.Request, sess *sess
 		d.First = "/requests?" + f.query().Encode()
 	}
 	d.Rows = rows
+	if q.Get("fragment") == "rows" {
+		// Live updates: the table alone, as the page would show it now.
+		s.renderFragment(w, "requests", "requests-table", d)
+		return
+	}
 	s.render(w, http.StatusOK, "requests", s.page(sess, "Requests", "requests", d))
 }
 
 func (s *Server) listRequests(r *http.Request, sess *session, f requestFilter) ([]requestRow, error) {
 	q, args := f.sql(sess.readsQueue())
-	rows, err := sess.pool.Query(r.Context(), q, args...)
+	rows, err := sess.read.Query(r.Context(), q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -300,6 +279,7 @@ type timelineEvent struct {
 
 type requestPageData struct {
 	Request        requestDetail
+	Final          bool // the request is final: its live part changes no more
 	Decisions      []decision
 	DecisionsNote  string
 	Events         []timelineEvent
@@ -309,38 +289,20 @@ type requestPageData struct {
 	Proofs         *proofCheck
 	CanDownload    bool
 	ApprovalPrompt bool
+	// Waiting is what an approval decides (ledger.awaiting_approval), for
+	// logins that may call it, while the request waits for one.
+	Waiting *awaiting
 }
 
 func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, sess *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		s.fail(w, sess, http.StatusBadRequest, fmt.Sprintf("%q is not a request id (a UUID).", r.PathValue("id")))
+	d, ok := s.requestHead(w, r, sess)
+	if !ok {
 		return
 	}
+	id := d.Request.ID
 	ctx := r.Context()
-	var d requestPageData
-	req := &d.Request
-	err = sess.pool.QueryRow(ctx, queryRequest, id).Scan(&req.ID, &req.Principal, &req.Tool, &req.RunID, &req.IdempotencyKey,
-		&req.InputDigest, &req.State, &req.ErrorKind, &req.Error, &req.Output, &req.Tier, &req.AttestationDigest,
-		&req.SubmittedAt, &req.FinishedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		s.fail(w, sess, http.StatusNotFound, fmt.Sprintf("No request %s, or none this login may see.", id))
-		return
-	}
-	if err != nil {
-		s.dbFail(w, sess, "the request", err)
-		return
-	}
-	d.Decisions, err = s.decisions(r, sess, id)
-	switch {
-	case isPermission(err):
-		d.DecisionsNote = "This login may not read the audit trail (ledger_submitter reads its own principal's, ledger_auditor and ledger_admin all)."
-	case err != nil:
-		s.dbFail(w, sess, "the audit trail", err)
-		return
-	}
 	var envelope *signedEnvelope
-	evs, err := ledger.ReadStreamSealed(ctx, sess.pool, "request:"+id.String(), 0, 5000)
+	evs, err := ledger.ReadStreamSealed(ctx, sess.read, "request:"+id.String(), 0, 5000)
 	switch {
 	case isPermission(err):
 		d.LogNote = "This login may not read the log: the event timeline, the attestation's envelope and the inclusion proofs need ledger_auditor, ledger_executor or ledger_admin."
@@ -351,18 +313,74 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, sess *sessi
 		d.Events, d.Unsealed, envelope = timeline(evs)
 		d.CanDownload = true
 	}
-	if req.AttestationDigest != nil {
-		d.Attestation = checkAttestation(*req.AttestationDigest, envelope, s.opts.Keys)
+	if d.Request.AttestationDigest != nil {
+		d.Attestation = checkAttestation(*d.Request.AttestationDigest, envelope, s.opts.Keys)
 	}
 	if d.LogNote == "" {
 		d.Proofs = s.checkProofs(r, sess, id)
 	}
-	d.ApprovalPrompt = req.State == string(ledger.StateAwaitingApproval) && sess.has("ledger_approver") && sess.principal != req.Principal
 	s.render(w, http.StatusOK, "request", s.page(sess, "Request "+id.String(), "requests", d))
 }
 
+// requestLive serves the part of a request's page that changes while it
+// runs (its row, what an approval decides, the decisions), for
+// console.js to replace in place until the request is final.
+func (s *Server) requestLive(w http.ResponseWriter, r *http.Request, sess *session) {
+	d, ok := s.requestHead(w, r, sess)
+	if !ok {
+		return
+	}
+	s.renderFragment(w, "request", "request-live", d)
+}
+
+// requestHead reads the request's row, its decisions and, while it waits
+// for approval, what an approval decides; it answers the request itself
+// and reports false when it could not.
+func (s *Server) requestHead(w http.ResponseWriter, r *http.Request, sess *session) (requestPageData, bool) {
+	var d requestPageData
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, sess, http.StatusBadRequest, fmt.Sprintf("%q is not a request id (a UUID).", r.PathValue("id")))
+		return d, false
+	}
+	ctx := r.Context()
+	req := &d.Request
+	err = sess.read.QueryRow(ctx, queryRequest, id).Scan(&req.ID, &req.Principal, &req.Tool, &req.RunID, &req.IdempotencyKey,
+		&req.InputDigest, &req.State, &req.ErrorKind, &req.Error, &req.Output, &req.Tier, &req.AttestationDigest,
+		&req.SubmittedAt, &req.FinishedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		s.fail(w, sess, http.StatusNotFound, fmt.Sprintf("No request %s, or none this login may see.", id))
+		return d, false
+	}
+	if err != nil {
+		s.dbFail(w, sess, "the request", err)
+		return d, false
+	}
+	d.Final = ledger.State(req.State).Final()
+	d.Decisions, err = s.decisions(r, sess, id)
+	switch {
+	case isPermission(err):
+		d.DecisionsNote = "This login may not read the audit trail (ledger_submitter reads its own principal's, ledger_auditor and ledger_admin all)."
+	case err != nil:
+		s.dbFail(w, sess, "the audit trail", err)
+		return d, false
+	}
+	d.ApprovalPrompt = req.State == string(ledger.StateAwaitingApproval) && sess.has("ledger_approver") && sess.principal != req.Principal
+	if req.State == string(ledger.StateAwaitingApproval) && sess.callsAwaiting() {
+		a, err := ledger.AwaitingApprovalOf(ctx, sess.read, id)
+		switch {
+		case err == nil:
+			d.Waiting = &awaiting{ID: a.ID, InputDigest: a.InputDigest, Input: prettyJSON(a.Input)}
+		case !errors.Is(err, ledger.ErrNotFound): // not found: decided since the row was read
+			s.dbFail(w, sess, "what the approval decides", err)
+			return d, false
+		}
+	}
+	return d, true
+}
+
 func (s *Server) decisions(r *http.Request, sess *session, id uuid.UUID) ([]decision, error) {
-	rows, err := sess.pool.Query(r.Context(), queryDecisions, id)
+	rows, err := sess.read.Query(r.Context(), queryDecisions, id)
 	if err != nil {
 		return nil, err
 	}

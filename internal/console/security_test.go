@@ -220,6 +220,24 @@ func TestIdleTimeout(t *testing.T) {
 	if _, body := c.get("/requests"); !strings.Contains(body, `id="signin"`) {
 		t.Fatal("still signed in after the idle timeout")
 	}
+
+	// A page's live updates are served, but do not keep an idle session
+	// open: only the person's own requests do.
+	c.mustSignIn(w.alice)
+	live := func() string {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/requests?fragment=rows", nil)
+		req.Header.Set("X-Execledger-Live", "1")
+		_, body := c.do(req)
+		return body
+	}
+	clk.add(9 * time.Minute)
+	if body := live(); !strings.HasPrefix(strings.TrimSpace(body), `<table class="responsive" id="requests-table">`) {
+		t.Fatalf("a live update in a live session:\n%s", body)
+	}
+	clk.add(2 * time.Minute) // 11 minutes after the last request the person made
+	if body := live(); !strings.Contains(body, `id="signin"`) {
+		t.Fatal("live updates kept an idle session open")
+	}
 }
 
 func TestSignInRefusesServerThatChecksNoPassword(t *testing.T) {

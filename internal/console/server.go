@@ -35,6 +35,10 @@ type Options struct {
 	// LoginURL is the postgres:// URL people sign in to, without user or
 	// password.
 	LoginURL string
+	// ReplicaURL, when set, is a postgres:// URL of a hot standby (without
+	// user or password) the pages read from, as the signed-in login; its
+	// sessions are read-only. Actions, and sign-in, go to LoginURL.
+	ReplicaURL string
 	// IdleTimeout ends a session unused this long (default 15m).
 	IdleTimeout time.Duration
 	// SessionConns is the size of each session's pool (default 2).
@@ -122,6 +126,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.signedIn(s.home))
 	mux.HandleFunc("GET /requests", s.signedIn(s.requestsPage))
 	mux.HandleFunc("GET /requests/{id}", s.signedIn(s.requestPage))
+	mux.HandleFunc("GET /requests/{id}/live", s.signedIn(s.requestLive))
 	mux.HandleFunc("GET /requests/{id}/bundle", s.signedIn(s.requestBundle))
 	mux.HandleFunc("GET /approvals", s.signedIn(s.approvalsPage))
 	mux.HandleFunc("POST /approvals/{id}", s.signedIn(s.decideApproval))

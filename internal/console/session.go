@@ -17,11 +17,14 @@ import (
 // it, and the token every form they post must carry.
 type session struct {
 	login     string
-	principal string   // ledger.current_principal(); "" when the login maps to none
-	roles     []string // the ledger_* roles the login is a member of
-	pool      *pgxpool.Pool
-	csrf      string
-	created   time.Time
+	principal string        // ledger.current_principal(); "" when the login maps to none
+	roles     []string      // the ledger_* roles the login is a member of
+	pool      *pgxpool.Pool // the primary: actions, and reads without a replica
+	// read is the pool the pages read from: the replica's
+	// (Options.ReplicaURL), authenticated as the same login, else pool.
+	read    *pgxpool.Pool
+	csrf    string
+	created time.Time
 
 	mu       sync.Mutex
 	lastSeen time.Time
@@ -34,6 +37,20 @@ func (s *session) has(role string) bool {
 		}
 	}
 	return false
+}
+
+// close closes the session's pools.
+func (s *session) close() {
+	if s.read != nil && s.read != s.pool {
+		s.read.Close()
+	}
+	s.pool.Close()
+}
+
+// callsAwaiting says whether the login may call ledger.awaiting_approval,
+// which shows what waits with its input.
+func (s *session) callsAwaiting() bool {
+	return s.has("ledger_approver") || s.has("ledger_auditor") || s.has("ledger_admin")
 }
 
 // readsLog says whether the login may read ledger.events (the roles that
@@ -99,7 +116,7 @@ func (st *sessionStore) add(s *session) (string, error) {
 	}
 	if n >= maxSessionsPerLogin {
 		delete(st.m, oldestKey)
-		go oldest.pool.Close()
+		go oldest.close()
 	}
 	if len(st.m) >= st.max {
 		return "", errTooManySessions
@@ -114,7 +131,13 @@ func (st *sessionStore) add(s *session) (string, error) {
 
 // get returns the live session the cookie value names and marks it seen;
 // an idle one is ended and not returned.
-func (st *sessionStore) get(token string) *session {
+func (st *sessionStore) get(token string) *session { return st.lookup(token, true) }
+
+// peek is get without marking the session seen: a page's live updates,
+// which poll on their own, do not keep an idle session open.
+func (st *sessionStore) peek(token string) *session { return st.lookup(token, false) }
+
+func (st *sessionStore) lookup(token string, touch bool) *session {
 	if token == "" {
 		return nil
 	}
@@ -128,7 +151,7 @@ func (st *sessionStore) get(token string) *session {
 	now := st.now()
 	s.mu.Lock()
 	expired := now.Sub(s.lastSeen) > st.idle
-	if !expired {
+	if !expired && touch {
 		s.lastSeen = now
 	}
 	s.mu.Unlock()
@@ -137,7 +160,7 @@ func (st *sessionStore) get(token string) *session {
 	}
 	st.mu.Unlock()
 	if expired {
-		s.pool.Close()
+		s.close()
 		return nil
 	}
 	return s
@@ -151,7 +174,7 @@ func (st *sessionStore) remove(token string) {
 	delete(st.m, key)
 	st.mu.Unlock()
 	if s != nil {
-		s.pool.Close()
+		s.close()
 	}
 }
 
@@ -171,7 +194,7 @@ func (st *sessionStore) sweep() int {
 	}
 	st.mu.Unlock()
 	for _, s := range ended {
-		s.pool.Close()
+		s.close()
 	}
 	return len(ended)
 }
@@ -183,7 +206,7 @@ func (st *sessionStore) closeAll() {
 	st.m = map[string]*session{}
 	st.mu.Unlock()
 	for _, s := range all {
-		s.pool.Close()
+		s.close()
 	}
 }
 

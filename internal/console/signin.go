@@ -115,7 +115,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	token, err := s.sessions.add(sess)
 	if err != nil {
-		sess.pool.Close()
+		sess.close()
 		s.renderSignIn(w, http.StatusServiceUnavailable, login, err.Error())
 		return
 	}
@@ -136,7 +136,7 @@ func (s *Server) open(ctx context.Context, login, password string) (*session, er
 	if err != nil {
 		return nil, err
 	}
-	sess := &session{login: login, pool: pool}
+	sess := &session{login: login, pool: pool, read: pool}
 	if err := s.describe(ctx, sess); err != nil {
 		pool.Close()
 		return nil, err
@@ -145,11 +145,29 @@ func (s *Server) open(ctx context.Context, login, password string) (*session, er
 		pool.Close()
 		return nil, errUnchecked
 	}
+	if s.opts.ReplicaURL != "" {
+		// The pages read from the replica as the same login; it connects
+		// when a page first reads, and a replica that refuses the login
+		// makes that page say so.
+		rc, err := s.poolConfigAt(s.opts.ReplicaURL, login, password)
+		if err == nil {
+			rc.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+			sess.read, err = pgxpool.NewWithConfig(ctx, rc)
+		}
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("console: replica: %w", err)
+		}
+	}
 	return sess, nil
 }
 
 func (s *Server) poolConfig(login, password string) (*pgxpool.Config, error) {
-	cfg, err := pgxpool.ParseConfig(s.opts.LoginURL)
+	return s.poolConfigAt(s.opts.LoginURL, login, password)
+}
+
+func (s *Server) poolConfigAt(u, login, password string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(u)
 	if err != nil {
 		return nil, fmt.Errorf("console: login URL: %w", err)
 	}
@@ -222,7 +240,11 @@ func (s *Server) signedIn(h func(http.ResponseWriter, *http.Request, *session)) 
 	return func(w http.ResponseWriter, r *http.Request) {
 		var sess *session
 		if c, err := r.Cookie(sessionCookie); err == nil {
-			sess = s.sessions.get(c.Value)
+			if isLiveUpdate(r) {
+				sess = s.sessions.peek(c.Value)
+			} else {
+				sess = s.sessions.get(c.Value)
+			}
 		}
 		if sess == nil {
 			if r.Method != http.MethodGet {
@@ -268,3 +290,9 @@ func csrfOf(r *http.Request) string {
 func tokenEqual(a, b string) bool {
 	return a != "" && len(a) == len(b) && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
+
+// liveHeader marks the requests console.js makes to update a page in
+// place; they do not count as the person using the console.
+const liveHeader = "X-Execledger-Live"
+
+func isLiveUpdate(r *http.Request) bool { return r.Header.Get(liveHeader) == "1" }

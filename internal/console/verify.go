@@ -116,7 +116,7 @@ type eventProof struct {
 // signature.
 func (s *Server) checkProofs(r *http.Request, sess *session, id uuid.UUID) *proofCheck {
 	pc := &proofCheck{}
-	ps, err := export.Prove(r.Context(), sess.pool, id.String())
+	ps, err := export.Prove(r.Context(), sess.read, id.String())
 	switch {
 	case errors.Is(err, export.ErrNoRequest):
 		pc.Error = "The request has no events in the log yet."
@@ -186,7 +186,7 @@ func (s *Server) requestBundle(w http.ResponseWriter, r *http.Request, sess *ses
 		return
 	}
 	var b bytes.Buffer
-	_, err = export.Export(r.Context(), sess.pool, export.Options{Scope: bundle.Scope{Request: id.String()}, Wait: -1}, bundle.NewWriter(&b))
+	_, err = export.Export(r.Context(), sess.read, export.Options{Scope: bundle.Scope{Request: id.String()}, Wait: -1}, bundle.NewWriter(&b))
 	switch {
 	case errors.Is(err, export.ErrNoRequest):
 		s.fail(w, sess, http.StatusNotFound, fmt.Sprintf("No request %s in the log.", id))

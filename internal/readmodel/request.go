@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,10 +76,22 @@ type Description struct {
 	// LogUnreadable says why the events and the attestation's statement
 	// are missing: the login may not read the log.
 	LogUnreadable string `json:"log_unreadable,omitempty"`
+	// DecisionsUnreadable says why the decisions are missing: the login
+	// may not read the audit trail (an approver).
+	DecisionsUnreadable string `json:"decisions_unreadable,omitempty"`
+	// Approval is what an approval of the request decides, while it waits
+	// for one: its input as recorded and the digest an approval binds to
+	// (ledger.awaiting_approval, which approvers, auditors and
+	// administrators may call). Absent otherwise.
+	Approval *ledger.Awaiting `json:"awaiting_approval,omitempty"`
 }
 
 // LogUnreadable is Description.LogUnreadable's text.
 const LogUnreadable = "this login may not read the log (ledger_auditor, ledger_executor or ledger_admin may)"
+
+// DecisionsUnreadable is Description.DecisionsUnreadable's text.
+const DecisionsUnreadable = "this login may not read the audit trail (ledger_submitter reads its own principal's rows, " +
+	"ledger_auditor and ledger_admin every row)"
 
 // Describe reads request id as c's login sees it: ledger.ErrNotFound when
 // it sees no such request. db is the pool c uses, for the audit trail and
@@ -89,8 +102,25 @@ func Describe(ctx context.Context, c *ledger.Client, db ledger.DBTX, id uuid.UUI
 		return Description{}, err
 	}
 	d := Description{Request: r, Decisions: []Decision{}, Events: []TrailEvent{}}
-	if d.Decisions, err = Decisions(ctx, db, id); err != nil {
+	d.Decisions, err = Decisions(ctx, db, id)
+	switch {
+	case contract.SQLState(err) == contract.SQLStateInsufficientPriv:
+		d.DecisionsUnreadable = DecisionsUnreadable
+		d.Decisions = []Decision{}
+	case err != nil:
 		return Description{}, err
+	}
+	if r.State == ledger.StateAwaitingApproval {
+		// A submitter may not call it and reads its own request's digest
+		// nowhere else; a request decided since reads as not found.
+		a, err := c.AwaitingApprovalOf(ctx, id)
+		switch {
+		case err == nil:
+			d.Approval = a
+		case errors.Is(err, ledger.ErrNotPermitted), errors.Is(err, ledger.ErrNotFound):
+		default:
+			return Description{}, err
+		}
 	}
 	d.Events, d.Unsealed, err = Trail(ctx, db, id)
 	switch {

@@ -182,3 +182,53 @@ func (p *Pair) WaitReplayed(ctx context.Context) error {
 		}
 	}
 }
+
+// PauseReplay waits until the standby has replayed everything the primary
+// has written so far, then pauses its replay (pg_wal_replay_pause) and
+// returns once it is paused: from then on what the primary commits is
+// not on the standby until ResumeReplay.
+func (p *Pair) PauseReplay(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := p.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, p.StandbyURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var state string
+		if err := conn.QueryRow(ctx, "SELECT pg_get_wal_replay_pause_state()").Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		if state == "paused" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the standby's replay is %s, not paused", state)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// ResumeReplay resumes the standby's paused replay.
+func (p *Pair) ResumeReplay(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.StandbyURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_wal_replay_resume()"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -112,6 +112,13 @@ BEGIN
     GROUP BY principal, coalesce(run_id, ''), reason ORDER BY 1, 2, 3
     ON CONFLICT (principal, run_id, reason) DO UPDATE SET denied = q.denied + EXCLUDED.denied;
 
+    INSERT INTO quota_denial_buckets AS q (principal, bucket, bucket_start, reason, denied)
+    SELECT f.principal, b.bucket, date_trunc(b.bucket, f.recorded_at, 'UTC'), f.reason, sum(f.denied)
+    FROM unnest(f) f CROSS JOIN unnest(ARRAY['hour', 'day']) AS b(bucket)
+    WHERE f.denied > 0
+    GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+    ON CONFLICT (principal, bucket, bucket_start, reason) DO UPDATE SET denied = q.denied + EXCLUDED.denied;
+
     INSERT INTO quota_usage_buckets AS q (principal, bucket, bucket_start, calls_allowed, calls_denied, fuel, cpu_ms, wall_ms,
                                           output_bytes, egress_connections, egress_bytes)
     SELECT f.principal, b.bucket, date_trunc(b.bucket, f.recorded_at, 'UTC'), sum(allowed), sum(denied), sum(fuel),
