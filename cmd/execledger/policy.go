@@ -107,7 +107,8 @@ func newPolicyExplainCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain ID",
 		Short: "Say which policies decided a request and why",
-		Long: `Explain reads a request's recorded decisions (its policy.decided events) and the policy set
+		Long: `Explain reads a request's recorded decisions (its request.decided events, or policy.decided
+in a log written before them) and the policy set
 they name (the policy.published event with that digest), and prints each decision in plain
 words, then what each policy of that set makes of the request: it applies (a permit that
 applies permits, a forbid forbids), it does not apply (its scope or condition is false for
@@ -146,7 +147,7 @@ ledger_auditor, ledger_executor or ledger_admin. Exit 5 when there is no such re
 // The queries of policy explain.
 const (
 	queryRequestEvents = `SELECT type, payload FROM ledger.events
-WHERE stream = 'request:' || $1::text AND type IN ('tool.requested', 'policy.decided') ORDER BY version`
+WHERE stream = 'request:' || $1::text AND type IN ('tool.requested', 'request.decided', 'policy.decided') ORDER BY version`
 	queryPublishedPolicy = `SELECT payload FROM ledger.events
 WHERE stream = 'policy' AND type = 'policy.published' AND payload ->> 'policy_digest' = $1 ORDER BY version DESC LIMIT 1`
 	queryNewestPolicy = `SELECT payload ->> 'policy_digest' FROM ledger.events
@@ -167,7 +168,8 @@ type explanation struct {
 	Reevaluated   string                 `json:"reevaluated,omitempty"` // the recorded policy set's decision now, in words
 }
 
-// explainedDecision is one policy.decided event, with its reason in words.
+// explainedDecision is one request.decided (or policy.decided) event,
+// with its reason in words.
 type explainedDecision struct {
 	Stage               string   `json:"stage"`
 	Decision            string   `json:"decision"`
@@ -181,7 +183,8 @@ type explainedDecision struct {
 	Plain               string   `json:"plain"`
 }
 
-// decidedPayload is what explain reads of policy.decided.
+// decidedPayload is what explain reads of request.decided (the members it
+// shares with policy.decided).
 type decidedPayload struct {
 	Stage               string   `json:"stage"`
 	Decision            string   `json:"decision"`
@@ -239,10 +242,10 @@ func explainRequest(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (expl
 			if p.RunID != nil {
 				req.RunID = *p.RunID
 			}
-		case "policy.decided":
+		case "request.decided", "policy.decided":
 			var d decidedPayload
 			if err := json.Unmarshal(payload, &d); err != nil {
-				return x, fail(exitError, "policy.decided: %v", err)
+				return x, fail(exitError, "%s: %v", typ, err)
 			}
 			decided = append(decided, d)
 		}

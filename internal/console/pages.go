@@ -325,7 +325,7 @@ const queryCheckpoints = `SELECT c.size, c.root_hash, c.origin, c.signed_at, c.p
 FROM ledger.checkpoints c ORDER BY c.size DESC LIMIT 100`
 
 // queryWitnesses walks the distinct witnesses of
-// checkpoint_cosignatures_key_idx (025) one probe at a time and reads
+// checkpoint_cosignatures_key_idx (023) one probe at a time and reads
 // each one's newest cosignature and how far behind the newest checkpoint
 // it is.
 const queryWitnesses = `WITH RECURSIVE k AS (

@@ -9,7 +9,9 @@ import (
 	"time"
 )
 
-// Watcher reloads policy files when their text changes. A change that
+// Watcher reloads policy files when their text changes and has stayed so
+// for one more Interval (a torn read of a file being written is never put
+// in force). A change that
 // does not load (a parse error, a policy that can never apply: [Check])
 // is refused with one log line per distinct text, and the engine in
 // force stays so; a file that cannot be read is treated the same way.
@@ -25,7 +27,7 @@ type Watcher struct {
 // Run watches until ctx ends; current is the engine in force.
 func (w Watcher) Run(ctx context.Context, current *Engine) {
 	inForce := current.Digest()
-	refused := ""
+	refused, pending := "", ""
 	t := time.NewTicker(w.Interval)
 	defer t.Stop()
 	for {
@@ -44,8 +46,18 @@ func (w Watcher) Run(ctx context.Context, current *Engine) {
 		}
 		digest := digestSources(sources)
 		if digest == inForce || digest == refused {
+			pending = ""
 			continue
 		}
+		if digest != pending {
+			// A text is taken once two reads a tick apart agree: a read
+			// may catch a file half-written (an editor that truncates,
+			// then writes), whose first half can parse as a smaller
+			// policy set.
+			pending = digest
+			continue
+		}
+		pending = ""
 		e, problems := Check(sources)
 		if len(problems) > 0 {
 			refused = digest
