@@ -376,6 +376,21 @@ func TestMCPApprovalProgressCancelAndFailure(t *testing.T) {
 		res, err := cs.CallTool(ctx, p)
 		done <- callResult{res, err}
 	}()
+	// Approve only once the progress has reported the wait: progress looks
+	// every 200 ms, and an approval quicker than that leaves nothing to see.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mu.Lock()
+		sofar := strings.Join(progress, "\n")
+		mu.Unlock()
+		if strings.Contains(sofar, "awaiting_approval:") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no awaiting_approval progress within 60s: %q", sofar)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	e.approveWhenAwaiting(t, "sleep", since)
 	r := <-done
 	if r.err != nil || r.res.IsError || mcpOutcome(t, r.res)["state"] != "succeeded" {
