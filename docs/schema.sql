@@ -158,7 +158,7 @@ END $$;
 CREATE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
-    AS $$
+    AS $_$
 DECLARE
     v ledger.projected_event[];
 BEGIN
@@ -175,7 +175,8 @@ BEGIN
                              decision, stage, reason_code, determining_policies, policy_digest, approver, state, tier,
                              error_kind, resources, output_bytes, request_position, attestation_digest, attestation_position)
     SELECT e.position, e.tx_id, e.recorded_at, k.kind, e.type, substr(e.stream, 9)::uuid,
-           r.payload ->> 'principal', r.payload ->> 'tool', r.payload ->> 'run_id', (e.payload ->> 'attempt')::int,
+           CASE WHEN r.stream IS NOT NULL THEN coalesce(rq.principal, r.payload ->> 'principal') END, coalesce(rq.tool, r.payload ->> 'tool'),
+           CASE WHEN rq.id IS NOT NULL THEN rq.run_id ELSE r.payload ->> 'run_id' END, (e.payload ->> 'attempt')::int,
            CASE WHEN k.kind = 'decision' THEN
                CASE e.type WHEN 'policy.decided' THEN e.payload ->> 'decision'
                            WHEN 'request.decided' THEN e.payload ->> 'decision'
@@ -214,6 +215,13 @@ BEGIN
     -- A stream without its tool.requested leaves principal NULL: the
     -- insert fails, naming the column, rather than skip the event.
     LEFT JOIN ledger.events r ON r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
+    -- The request's principal, tool and run: its request_status row's
+    -- columns (written with its tool.requested), not that event's payload
+    -- parsed three times per row (it holds the whole input); the payload
+    -- when the row is not there.
+    LEFT JOIN ledger.request_status rq
+           ON rq.id = CASE WHEN e.stream ~ '^request:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                           THEN substr(e.stream, 9)::uuid END
     CROSS JOIN LATERAL (
         SELECT 'decision' AS kind WHERE e.type IN ('policy.decided', 'request.decided', 'approval.granted', 'approval.denied')
         UNION ALL
@@ -232,7 +240,7 @@ BEGIN
           ORDER BY e.stream, e.version DESC) s
     WHERE a.request_id = s.request_id AND a.kind = 'outcome';
     RETURN cardinality(v);
-END $$;
+END $_$;
 
 
 --
