@@ -158,6 +158,8 @@ END $$;
 CREATE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $_$
 DECLARE
     v ledger.projected_event[];
@@ -320,6 +322,8 @@ END $$;
 CREATE FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $_$
 DECLARE
     n bigint;
@@ -1379,7 +1383,11 @@ BEGIN
                                WHEN t.verdict = 'deny' THEN v_at[t.decided_ord] ELSE v_at[t.last_ord] END,
             attestation_digest = coalesce(t.digest, r.attestation_digest)
         FROM unnest(v_rows) t
-        WHERE r.id = t.id AND t.kind IS NOT NULL AND r.finished_at IS NULL;
+        -- id = ANY: the rows are probes of the primary key whatever plan
+        -- the join keeps (a plan made while the table was empty walked
+        -- all of it).
+        WHERE r.id = ANY(ARRAY(SELECT x.id FROM unnest(v_rows) x WHERE x.kind IS NOT NULL))
+          AND r.id = t.id AND t.kind IS NOT NULL AND r.finished_at IS NULL;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         IF v_n <> (SELECT count(*) FROM unnest(v_rows) t WHERE t.kind IS NOT NULL) THEN
             RAISE EXCEPTION 'ledger.executor_record: a request the call changes has ended already'
@@ -1589,6 +1597,8 @@ CREATE FUNCTION ledger.lock_claimed_budgets(request_ids uuid[], claim_ids uuid[]
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 BEGIN
     -- Budgets are serialized by an advisory lock per run (set_run_budget,

@@ -50,11 +50,44 @@ func (p *planLog) scans(tables ...string) (bad []string, total int) {
 	defer p.mu.Unlock()
 	re := regexp.MustCompile(`Seq Scan on (` + strings.Join(tables, "|") + `)\b`)
 	for _, plan := range p.plans {
-		if re.MatchString(plan) {
+		if re.MatchString(plan) || fullIndexScan(plan, tables) {
 			bad = append(bad, plan)
 		}
 	}
 	return bad, len(p.plans)
+}
+
+// probeless lists the indexes a plan may walk without an Index Cond: a
+// partial index of the few rows a hot statement looks for.
+var probeless = map[string]bool{"request_status_unattested_idx": true}
+
+// fullIndexScan reports whether plan walks an index of one of tables
+// without an Index Cond: a whole index read, which grows with the table
+// as a sequential scan does (a partial index whose predicate a join's
+// filter implies, kept from when the table was empty, did so, 020-021).
+func fullIndexScan(plan string, tables []string) bool {
+	node := regexp.MustCompile(`^(\s*)(?:->\s+)?(?:Index|Index Only) Scan(?: Backward)? using (\S+) on (` + strings.Join(tables, "|") + `)\b`)
+	lines := strings.Split(plan, "\n")
+	for i, l := range lines {
+		m := node.FindStringSubmatch(l)
+		if m == nil || probeless[m[2]] {
+			continue
+		}
+		probe := false
+		for _, next := range lines[i+1:] {
+			if strings.Contains(next, "->") || strings.TrimSpace(next) == "" {
+				break
+			}
+			if strings.Contains(next, "Index Cond:") {
+				probe = true
+				break
+			}
+		}
+		if !probe {
+			return true
+		}
+	}
+	return false
 }
 
 // explainedPool connects as role with auto_explain sending every
@@ -134,8 +167,10 @@ func TestHotPlansIgnoreStatistics(t *testing.T) {
 	for _, fill := range []string{
 		`INSERT INTO ledger.events (stream, version, type, payload, metadata)
 		 SELECT 'test:' || (g / 10), (g % 10) + 1, 'test.filler', '{}', '{}' FROM generate_series(0, 39999) g`,
-		`INSERT INTO ledger.request_status (id, principal, tool, input_digest, state, submitted_at, finished_at)
-		 SELECT gen_random_uuid(), 'filler', 'echo', '\x00', 'succeeded', now(), now() FROM generate_series(1, 40000)`,
+		// Each in a run, so that the partial index of runs' requests is
+		// as large as the table.
+		`INSERT INTO ledger.request_status (id, principal, tool, run_id, input_digest, state, submitted_at, finished_at, attestation_digest)
+		 SELECT gen_random_uuid(), 'filler', 'echo', 'run-' || g, '\x00', 'succeeded', now(), now(), 'sha256:00' FROM generate_series(1, 40000) g`,
 	} {
 		if _, err := db.Pool.Exec(ctx, fill); err != nil {
 			t.Fatal(err)

@@ -295,7 +295,11 @@ BEGIN
                                WHEN t.verdict = 'deny' THEN v_at[t.decided_ord] ELSE v_at[t.last_ord] END,
             attestation_digest = coalesce(t.digest, r.attestation_digest)
         FROM unnest(v_rows) t
-        WHERE r.id = t.id AND t.kind IS NOT NULL AND r.finished_at IS NULL;
+        -- id = ANY: the rows are probes of the primary key whatever plan
+        -- the join keeps (a plan made while the table was empty walked
+        -- all of it).
+        WHERE r.id = ANY(ARRAY(SELECT x.id FROM unnest(v_rows) x WHERE x.kind IS NOT NULL))
+          AND r.id = t.id AND t.kind IS NOT NULL AND r.finished_at IS NULL;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         IF v_n <> (SELECT count(*) FROM unnest(v_rows) t WHERE t.kind IS NOT NULL) THEN
             RAISE EXCEPTION 'ledger.executor_record: a request the call changes has ended already'

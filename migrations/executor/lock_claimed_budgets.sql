@@ -6,6 +6,8 @@ CREATE OR REPLACE FUNCTION ledger.lock_claimed_budgets(request_ids uuid[], claim
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 BEGIN
     -- Budgets are serialized by an advisory lock per run (set_run_budget,
