@@ -98,30 +98,7 @@ FROM ledger.processes`, running).Scan(&states); err != nil {
 func emptyDatabase(t *testing.T) *pgx.Conn {
 	t.Helper()
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, testdb.AdminURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	name := "execledger_test_" + uuid.NewString()[:8]
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		admin, err := pgx.Connect(ctx, testdb.AdminURL())
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Error(err)
-		}
-	})
-	u, err := testdb.WithDatabase(testdb.AdminURL(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := testdb.EmptyURL(t)
 	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/execledger/execledger/internal/testdb"
@@ -15,35 +14,7 @@ import (
 
 // emptyDatabaseURL creates a database with nothing in it, dropped when t
 // ends, and returns its URL as the server's superuser.
-func emptyDatabaseURL(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, testdb.AdminURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	name := "execledger_test_" + uuid.NewString()[:8]
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		admin, err := pgx.Connect(ctx, testdb.AdminURL())
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Error(err)
-		}
-	})
-	u, err := testdb.WithDatabase(testdb.AdminURL(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
+func emptyDatabaseURL(t *testing.T) string { return testdb.EmptyURL(t) }
 
 // schemaCheckedCommands are commands that connect, one of each kind: a
 // submitter's, an approver's, the readers', an auditor's, an

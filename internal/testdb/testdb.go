@@ -251,3 +251,36 @@ func randomHex(n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// EmptyURL creates a database with nothing in it (no migration), dropped
+// when t ends, and returns its URL as the server's superuser: for tests of
+// what meets an unmigrated or half-migrated database.
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	name := "execledger_test_" + randomHex(8)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(ctx, AdminURL())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Error(err)
+		}
+	})
+	u, err := WithDatabase(AdminURL(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
