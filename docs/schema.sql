@@ -152,10 +152,10 @@ END $$;
 
 
 --
--- Name: apply_audit_trail(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+-- Name: apply_audit_trail(ledger.projected_event[]); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+CREATE FUNCTION ledger.apply_audit_trail(p_events ledger.projected_event[]) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_hashjoin TO 'off'
@@ -164,10 +164,8 @@ CREATE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to
 DECLARE
     v ledger.projected_event[];
 BEGIN
-    v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                   ARRAY['request.decided', 'policy.decided', 'approval.granted', 'approval.denied', 'execution.finished',
-                         'execution.completed', 'request.cancelled', 'lease.expired', 'attestation.signed']) e
-               WHERE e.stream LIKE 'request:%'
+    v := ARRAY(SELECT e FROM unnest(p_events) e
+               WHERE e.type = ANY(ledger.projection_types('audit_trail')) AND e.stream LIKE 'request:%'
                ORDER BY e.tx_id, e.position);
     IF cardinality(v) = 0 THEN
         RETURN 0;
@@ -246,6 +244,18 @@ END $_$;
 
 
 --
+-- Name: apply_audit_trail(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+    SELECT ledger.apply_audit_trail(ledger.projection_read(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                                                           ledger.projection_types('audit_trail')))
+$$;
+
+
+--
 -- Name: apply_processes(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -316,10 +326,10 @@ END $$;
 
 
 --
--- Name: apply_quota_usage(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+-- Name: apply_quota_usage(ledger.projected_event[]); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+CREATE FUNCTION ledger.apply_quota_usage(p_events ledger.projected_event[]) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_hashjoin TO 'off'
@@ -355,10 +365,7 @@ BEGIN
            CASE WHEN e.type = 'run.ended' THEN e.recorded_at END,
            e.version,
            e.type IN ('run.budget_set', 'run.ended'))::ledger.quota_fact
-    FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                               ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.denied',
-                                     'execution.finished', 'execution.completed', 'egress.connection', 'run.budget_set',
-                                     'run.ended', 'budget.consumed']) e
+    FROM unnest(p_events) e
     -- A request's principal and run: its request_status row's columns,
     -- which submit wrote with its tool.requested, in the same transaction,
     -- before any later event of the stream could commit; without that row
@@ -372,7 +379,8 @@ BEGIN
               AND e.type IN ('request.decided', 'policy.decided', 'approval.denied', 'execution.finished', 'execution.completed',
                              'egress.connection', 'budget.consumed')
               AND (e.stream LIKE 'request:%' OR e.stream LIKE 'process:%')
-    WHERE e.type IN ('tool.requested', 'run.budget_set', 'run.ended') OR o.stream IS NOT NULL OR rq.id IS NOT NULL);
+    WHERE e.type = ANY(ledger.projection_types('quota_usage'))
+      AND (e.type IN ('tool.requested', 'run.budget_set', 'run.ended') OR o.stream IS NOT NULL OR rq.id IS NOT NULL));
     n := cardinality(f);
     IF n = 0 THEN
         RETURN 0;
@@ -447,6 +455,18 @@ BEGIN
         egress_connections = q.egress_connections + EXCLUDED.egress_connections, egress_bytes = q.egress_bytes + EXCLUDED.egress_bytes;
     RETURN n;
 END $_$;
+
+
+--
+-- Name: apply_quota_usage(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+    SELECT ledger.apply_quota_usage(ledger.projection_read(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                                                           ledger.projection_types('quota_usage')))
+$$;
 
 
 --
@@ -640,10 +660,10 @@ END $$;
 
 
 --
--- Name: apply_skill_status(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+-- Name: apply_skill_status(ledger.projected_event[]); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
-CREATE FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+CREATE FUNCTION ledger.apply_skill_status(p_events ledger.projected_event[]) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
@@ -653,23 +673,9 @@ DECLARE
     id text;
     p  jsonb;
 BEGIN
-    SELECT x.type, x.stream INTO e
-    FROM ledger.events x
-    WHERE (x.tx_id, x.position) > (p_from_tx, p_from_pos) AND (x.tx_id, x.position) <= (p_to_tx, p_to_pos)
-      AND x.tx_id >= p_from_tx AND x.tx_id <= p_to_tx AND x.stream LIKE 'skill:%'
-      AND x.type NOT IN ('skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
-                         'skill.disabled', 'skill.rolled_back', 'skill.removed', 'skill.refused',
-                         'trust.key_added', 'trust.key_revoked')
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'ledger.apply_skill_status: unknown event type % on a skill stream (%)', e.type, e.stream
-            USING ERRCODE = 'data_exception';
-    END IF;
     FOR e IN
-        SELECT x.* FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                   ARRAY['skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
-                         'skill.disabled', 'skill.rolled_back', 'skill.removed', 'skill.refused']) x
-        WHERE x.stream LIKE 'skill:%' AND x.stream <> 'skill:trust'
+        SELECT x.* FROM unnest(p_events) x
+        WHERE x.type = ANY(ledger.projection_types('skill_status')) AND x.stream LIKE 'skill:%' AND x.stream <> 'skill:trust'
         ORDER BY x.stream, x.version
     LOOP
         n := n + 1;
@@ -718,6 +724,20 @@ BEGIN
         END IF;
     END LOOP;
     RETURN n;
+END $$;
+
+
+--
+-- Name: apply_skill_status(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM ledger.skill_status_check(p_from_tx, p_from_pos, p_to_tx, p_to_pos);
+    RETURN ledger.apply_skill_status(ledger.projection_read(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                                                            ledger.projection_types('skill_status')));
 END $$;
 
 
@@ -2143,6 +2163,23 @@ END $$;
 
 
 --
+-- Name: projection_apply(text, ledger.projected_event[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_apply(p_name text, p_events ledger.projected_event[]) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    CASE p_name
+        WHEN 'audit_trail' THEN RETURN ledger.apply_audit_trail(p_events);
+        WHEN 'quota_usage' THEN RETURN ledger.apply_quota_usage(p_events);
+        WHEN 'skill_status' THEN RETURN ledger.apply_skill_status(p_events);
+        ELSE RAISE EXCEPTION 'ledger: projection % does not apply a batch read for it', p_name USING ERRCODE = 'undefined_object';
+    END CASE;
+END $$;
+
+
+--
 -- Name: projection_apply(text, xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -2208,6 +2245,18 @@ BEGIN
                               'checkpoint', json_build_object('tx_id', v_p.tx_id::text, 'position', v_p.position)),
             json_build_object('actor', session_user, 'login_role', session_user));
 END $$;
+
+
+--
+-- Name: projection_read(xid8, bigint, xid8, bigint, text[]); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_read(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[]) RETURNS ledger.projected_event[]
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos, p_types) e
+                 ORDER BY e.tx_id, e.position)
+$$;
 
 
 --
@@ -2489,6 +2538,95 @@ BEGIN
     UPDATE ledger.projections x SET applied_total = x.applied_total + n WHERE x.name = p_name;
     RETURN QUERY SELECT v_to.tx_id::text, v_to.position, v_to.n, n;
 END $$;
+
+
+--
+-- Name: projection_step_group(text[], integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_step_group(p_names text[], p_max integer) RETURNS TABLE(name text, tx_id text, "position" bigint, passed bigint, applied bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
+    v_members record;
+    v_from    record;
+    v_to      record;
+    v_types   text[];
+    v_events  ledger.projected_event[];
+    m         record;
+    n         bigint;
+BEGIN
+    IF p_max IS NULL OR p_max < 1 THEN
+        RAISE EXCEPTION 'ledger.projection_step_group: p_max must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The checkpoints, locked first (in name order), so two callers never
+    -- apply the same events at once.
+    SELECT array_agg(p.name ORDER BY p.name) AS names INTO v_members
+    FROM (SELECT x.name FROM ledger.projections x
+          WHERE x.name = ANY(p_names) AND x.mode = 'async' AND x.state = 'active'
+          ORDER BY x.name FOR UPDATE) p;
+    IF v_members.names IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT x.tx_id, x.position INTO v_from
+    FROM ledger.projections x WHERE x.name = ANY(v_members.names)
+    ORDER BY x.tx_id, x.position LIMIT 1;
+    SELECT e.tx_id, e.position, e.n INTO v_to
+    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
+          WHERE (e.tx_id, e.position) > (v_from.tx_id, v_from.position) AND e.tx_id < v_horizon
+          ORDER BY e.tx_id, e.position LIMIT p_max) e
+    ORDER BY e.n DESC LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(DISTINCT t) INTO v_types FROM unnest(v_members.names) mn, unnest(ledger.projection_types(mn)) t;
+    IF 'skill_status' = ANY(v_members.names) THEN
+        PERFORM ledger.skill_status_check(v_from.tx_id, v_from.position, v_to.tx_id, v_to.position);
+    END IF;
+    v_events := ledger.projection_read(v_from.tx_id, v_from.position, v_to.tx_id, v_to.position, coalesce(v_types, '{}'));
+    FOR m IN
+        SELECT x.name, x.tx_id, x.position FROM ledger.projections x
+        WHERE x.name = ANY(v_members.names) AND (x.tx_id, x.position) < (v_to.tx_id, v_to.position)
+        ORDER BY x.name
+    LOOP
+        IF (m.tx_id, m.position) = (v_from.tx_id, v_from.position) THEN
+            n := ledger.projection_apply(m.name, v_events);
+        ELSE
+            n := ledger.projection_apply(m.name, ARRAY(SELECT e FROM unnest(v_events) e
+                                                      WHERE (e.tx_id, e.position) > (m.tx_id, m.position)
+                                                      ORDER BY e.tx_id, e.position));
+        END IF;
+        UPDATE ledger.projections x
+        SET tx_id = v_to.tx_id, position = v_to.position, updated_at = clock_timestamp(), applied_total = x.applied_total + n
+        WHERE x.name = m.name;
+        name := m.name; tx_id := v_to.tx_id::text; position := v_to.position; passed := v_to.n; applied := n;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+
+--
+-- Name: projection_types(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_types(p_name text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE p_name
+        WHEN 'audit_trail' THEN ARRAY['request.decided', 'policy.decided', 'approval.granted', 'approval.denied',
+                                      'execution.finished', 'execution.completed', 'request.cancelled', 'lease.expired',
+                                      'attestation.signed']
+        WHEN 'quota_usage' THEN ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.denied',
+                                      'execution.finished', 'execution.completed', 'egress.connection', 'run.budget_set',
+                                      'run.ended', 'budget.consumed']
+        WHEN 'skill_status' THEN ARRAY['skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved',
+                                       'skill.enabled', 'skill.disabled', 'skill.rolled_back', 'skill.removed',
+                                       'skill.refused']
+    END
+$$;
 
 
 --
@@ -3209,6 +3347,30 @@ BEGIN
         stream_version = v, updated_at = clock_timestamp()
     WHERE skill_id = s.skill_id;
     RETURN v;
+END $$;
+
+
+--
+-- Name: skill_status_check(xid8, bigint, xid8, bigint); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.skill_status_check(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    e record;
+BEGIN
+    SELECT x.type, x.stream INTO e
+    FROM ledger.events x
+    WHERE (x.tx_id, x.position) > (p_from_tx, p_from_pos) AND (x.tx_id, x.position) <= (p_to_tx, p_to_pos)
+      AND x.tx_id >= p_from_tx AND x.tx_id <= p_to_tx AND x.stream LIKE 'skill:%'
+      AND x.type <> ALL(ledger.projection_types('skill_status') || ARRAY['trust.key_added', 'trust.key_revoked'])
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.apply_skill_status: unknown event type % on a skill stream (%)', e.type, e.stream
+            USING ERRCODE = 'data_exception';
+    END IF;
 END $$;
 
 
@@ -5492,6 +5654,13 @@ GRANT ALL ON FUNCTION ledger.append_events(streams text[], versions bigint[], ty
 
 
 --
+-- Name: FUNCTION apply_audit_trail(p_events ledger.projected_event[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.apply_audit_trail(p_events ledger.projected_event[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -5503,6 +5672,13 @@ REVOKE ALL ON FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigin
 --
 
 REVOKE ALL ON FUNCTION ledger.apply_processes(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_quota_usage(p_events ledger.projected_event[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.apply_quota_usage(p_events ledger.projected_event[]) FROM PUBLIC;
 
 
 --
@@ -5524,6 +5700,13 @@ REVOKE ALL ON FUNCTION ledger.apply_requests(p_from_tx xid8, p_from_pos bigint, 
 --
 
 REVOKE ALL ON FUNCTION ledger.apply_runs(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_skill_status(p_events ledger.projected_event[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.apply_skill_status(p_events ledger.projected_event[]) FROM PUBLIC;
 
 
 --
@@ -5854,6 +6037,13 @@ GRANT ALL ON FUNCTION ledger.projection_advance(p_name text, p_from_tx xid8, p_f
 
 
 --
+-- Name: FUNCTION projection_apply(p_name text, p_events ledger.projected_event[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_apply(p_name text, p_events ledger.projected_event[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION projection_apply(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -5873,6 +6063,13 @@ REVOKE ALL ON FUNCTION ledger.projection_event(p_name text, p_type text, p_paylo
 
 REVOKE ALL ON FUNCTION ledger.projection_fail(p_name text, p_tx xid8, p_position bigint, p_type text, p_error text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.projection_fail(p_name text, p_tx xid8, p_position bigint, p_type text, p_error text) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION projection_read(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[]); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_read(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[]) FROM PUBLIC;
 
 
 --
@@ -5930,6 +6127,21 @@ GRANT ALL ON FUNCTION ledger.projection_retry(p_name text, p_note text) TO ledge
 
 REVOKE ALL ON FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_max integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_max integer) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION projection_step_group(p_names text[], p_max integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_step_group(p_names text[], p_max integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.projection_step_group(p_names text[], p_max integer) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION projection_types(p_name text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_types(p_name text) FROM PUBLIC;
 
 
 --
@@ -6120,6 +6332,13 @@ GRANT ALL ON FUNCTION ledger.skill_rollback(p_skill_id text, p_reason text) TO l
 --
 
 REVOKE ALL ON FUNCTION ledger.skill_set(s ledger.skills, p_type text, p_payload jsonb, p_actor text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION skill_status_check(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.skill_status_check(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
 
 
 --

@@ -24,6 +24,10 @@ type Config struct {
 	LockRetryInterval time.Duration
 	// MaxBackoff caps the wait between reconnections after a database error.
 	MaxBackoff time.Duration
+	// NoGroup runs each of the ledger's read models on a runner of its own,
+	// each reading and parsing every batch itself, instead of together in
+	// one pass (the default; see group). For measurement and tests.
+	NoGroup bool
 	// Registerer, when set, receives the engine's metrics.
 	Registerer prometheus.Registerer
 	// Logger receives the engine's logs; nil discards them.

@@ -46,13 +46,30 @@ func New(pool *pgxpool.Pool, cfg Config, projections ...Projection) (*Engine, er
 	}, nil
 }
 
-// Run runs every projection until ctx ends. Database errors are logged and
-// retried with backoff; Run returns only when ctx is done.
+// Run runs every projection until ctx ends: the ledger's read models
+// (Projection.SQL) together, in one pass over each batch (group), unless
+// Config.NoGroup; every other projection on a runner of its own. Database
+// errors are logged and retried with backoff; Run returns only when ctx is
+// done.
 func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
+	var sql []Projection
 	for _, p := range e.projections {
+		if p.SQL && !e.cfg.NoGroup {
+			sql = append(sql, p)
+			continue
+		}
 		r := newRunner(e, p)
 		wg.Go(func() { r.run(ctx) })
+	}
+	switch len(sql) {
+	case 0:
+	case 1:
+		r := newRunner(e, sql[0])
+		wg.Go(func() { r.run(ctx) })
+	default:
+		g := newGroup(e, sql)
+		wg.Go(func() { g.run(ctx) })
 	}
 	wg.Wait()
 	return ctx.Err()

@@ -22,6 +22,10 @@ const (
        recorded_at, hash
 FROM ledger.read_all($1::xid8, $2, $3)`
 
+	queryUnlock = `SELECT pg_advisory_unlock($1::int, $2::int)`
+
+	queryStepGroup = `SELECT name, tx_id, "position", passed, applied FROM ledger.projection_step_group($1::text[], $2)`
+
 	queryStep = `SELECT tx_id, "position", passed, applied FROM ledger.projection_step($1, $2::xid8, $3, $4)`
 
 	queryAdvance = `SELECT ledger.projection_advance($1, $2::xid8, $3, $4::xid8, $5, $6)`

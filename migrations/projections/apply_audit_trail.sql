@@ -1,11 +1,13 @@
--- depends: events/events_between.sql
+-- depends: projections/projection_read.sql
+-- depends: projections/projection_types.sql
 
 -- audit_trail: decisions and outcomes, with the request's principal, tool
 -- and run from its tool.requested, in either grammar (021): request.decided
 -- is a decision (and a denial's outcome), execution.completed an outcome
--- with its own attestation.
+-- with its own attestation. It takes the events of a batch already read
+-- (projection_read), and picks its own.
 
-CREATE OR REPLACE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+CREATE OR REPLACE FUNCTION ledger.apply_audit_trail(p_events ledger.projected_event[]) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_hashjoin TO 'off'
@@ -14,10 +16,8 @@ CREATE OR REPLACE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos b
 DECLARE
     v ledger.projected_event[];
 BEGIN
-    v := ARRAY(SELECT e FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                   ARRAY['request.decided', 'policy.decided', 'approval.granted', 'approval.denied', 'execution.finished',
-                         'execution.completed', 'request.cancelled', 'lease.expired', 'attestation.signed']) e
-               WHERE e.stream LIKE 'request:%'
+    v := ARRAY(SELECT e FROM unnest(p_events) e
+               WHERE e.type = ANY(ledger.projection_types('audit_trail')) AND e.stream LIKE 'request:%'
                ORDER BY e.tx_id, e.position);
     IF cardinality(v) = 0 THEN
         RETURN 0;
@@ -93,5 +93,15 @@ BEGIN
     WHERE a.request_id = s.request_id AND a.kind = 'outcome';
     RETURN cardinality(v);
 END $$;
+
+REVOKE ALL ON FUNCTION ledger.apply_audit_trail(p_events ledger.projected_event[]) FROM PUBLIC;
+
+-- The events of a range: read once (projection_read), then applied.
+CREATE OR REPLACE FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+    SELECT ledger.apply_audit_trail(ledger.projection_read(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                                                           ledger.projection_types('audit_trail')))
+$$;
 
 REVOKE ALL ON FUNCTION ledger.apply_audit_trail(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;

@@ -1,13 +1,15 @@
--- depends: events/events_between.sql
+-- depends: projections/projection_read.sql
+-- depends: projections/projection_types.sql
 
 -- quota_usage and its per-run, per-reason and per-bucket tables, in either
 -- grammar (021): request.decided counts as policy.decided (and, with a
 -- budget member, as budget.consumed), execution.completed as
 -- execution.finished. A request event's principal and run come from the
 -- request's row in ledger.request_status (columns), not from parsing its
--- tool.requested again for every event.
+-- tool.requested again for every event. It takes the events of a batch
+-- already read (projection_read), and picks its own.
 
-CREATE OR REPLACE FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+CREATE OR REPLACE FUNCTION ledger.apply_quota_usage(p_events ledger.projected_event[]) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_hashjoin TO 'off'
@@ -43,10 +45,7 @@ BEGIN
            CASE WHEN e.type = 'run.ended' THEN e.recorded_at END,
            e.version,
            e.type IN ('run.budget_set', 'run.ended'))::ledger.quota_fact
-    FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                               ARRAY['tool.requested', 'request.decided', 'policy.decided', 'approval.denied',
-                                     'execution.finished', 'execution.completed', 'egress.connection', 'run.budget_set',
-                                     'run.ended', 'budget.consumed']) e
+    FROM unnest(p_events) e
     -- A request's principal and run: its request_status row's columns,
     -- which submit wrote with its tool.requested, in the same transaction,
     -- before any later event of the stream could commit; without that row
@@ -60,7 +59,8 @@ BEGIN
               AND e.type IN ('request.decided', 'policy.decided', 'approval.denied', 'execution.finished', 'execution.completed',
                              'egress.connection', 'budget.consumed')
               AND (e.stream LIKE 'request:%' OR e.stream LIKE 'process:%')
-    WHERE e.type IN ('tool.requested', 'run.budget_set', 'run.ended') OR o.stream IS NOT NULL OR rq.id IS NOT NULL);
+    WHERE e.type = ANY(ledger.projection_types('quota_usage'))
+      AND (e.type IN ('tool.requested', 'run.budget_set', 'run.ended') OR o.stream IS NOT NULL OR rq.id IS NOT NULL));
     n := cardinality(f);
     IF n = 0 THEN
         RETURN 0;
@@ -135,5 +135,15 @@ BEGIN
         egress_connections = q.egress_connections + EXCLUDED.egress_connections, egress_bytes = q.egress_bytes + EXCLUDED.egress_bytes;
     RETURN n;
 END $$;
+
+REVOKE ALL ON FUNCTION ledger.apply_quota_usage(p_events ledger.projected_event[]) FROM PUBLIC;
+
+-- The events of a range: read once (projection_read), then applied.
+CREATE OR REPLACE FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+    SELECT ledger.apply_quota_usage(ledger.projection_read(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                                                           ledger.projection_types('quota_usage')))
+$$;
 
 REVOKE ALL ON FUNCTION ledger.apply_quota_usage(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;

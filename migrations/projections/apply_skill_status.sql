@@ -1,11 +1,38 @@
--- depends: events/events_between.sql
+-- depends: projections/projection_read.sql
+-- depends: projections/projection_types.sql
 
 -- skill_status, the read model: rebuilt from the events, which carry the
 -- status each change left the skill in. The trust store's own stream
 -- (skill:trust) and the trust.key_added of a pinned key carry nothing for
--- it; skill.refused moves only stream_version.
+-- it; skill.refused moves only stream_version. It takes the events of a
+-- batch already read (projection_read), and picks its own;
+-- skill_status_check has refused the batch first if a skill stream holds a
+-- type it does not know.
 
-CREATE OR REPLACE FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+-- skill_status_check refuses a range with an event on a skill stream of a
+-- type skill_status does not know, rather than skip it.
+CREATE OR REPLACE FUNCTION ledger.skill_status_check(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    e record;
+BEGIN
+    SELECT x.type, x.stream INTO e
+    FROM ledger.events x
+    WHERE (x.tx_id, x.position) > (p_from_tx, p_from_pos) AND (x.tx_id, x.position) <= (p_to_tx, p_to_pos)
+      AND x.tx_id >= p_from_tx AND x.tx_id <= p_to_tx AND x.stream LIKE 'skill:%'
+      AND x.type <> ALL(ledger.projection_types('skill_status') || ARRAY['trust.key_added', 'trust.key_revoked'])
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.apply_skill_status: unknown event type % on a skill stream (%)', e.type, e.stream
+            USING ERRCODE = 'data_exception';
+    END IF;
+END $$;
+
+REVOKE ALL ON FUNCTION ledger.skill_status_check(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION ledger.apply_skill_status(p_events ledger.projected_event[]) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
@@ -15,23 +42,9 @@ DECLARE
     id text;
     p  jsonb;
 BEGIN
-    SELECT x.type, x.stream INTO e
-    FROM ledger.events x
-    WHERE (x.tx_id, x.position) > (p_from_tx, p_from_pos) AND (x.tx_id, x.position) <= (p_to_tx, p_to_pos)
-      AND x.tx_id >= p_from_tx AND x.tx_id <= p_to_tx AND x.stream LIKE 'skill:%'
-      AND x.type NOT IN ('skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
-                         'skill.disabled', 'skill.rolled_back', 'skill.removed', 'skill.refused',
-                         'trust.key_added', 'trust.key_revoked')
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'ledger.apply_skill_status: unknown event type % on a skill stream (%)', e.type, e.stream
-            USING ERRCODE = 'data_exception';
-    END IF;
     FOR e IN
-        SELECT x.* FROM ledger.events_between(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
-                   ARRAY['skill.installed', 'skill.audited', 'skill.quarantined', 'skill.approved', 'skill.enabled',
-                         'skill.disabled', 'skill.rolled_back', 'skill.removed', 'skill.refused']) x
-        WHERE x.stream LIKE 'skill:%' AND x.stream <> 'skill:trust'
+        SELECT x.* FROM unnest(p_events) x
+        WHERE x.type = ANY(ledger.projection_types('skill_status')) AND x.stream LIKE 'skill:%' AND x.stream <> 'skill:trust'
         ORDER BY x.stream, x.version
     LOOP
         n := n + 1;
@@ -80,6 +93,18 @@ BEGIN
         END IF;
     END LOOP;
     RETURN n;
+END $$;
+
+REVOKE ALL ON FUNCTION ledger.apply_skill_status(p_events ledger.projected_event[]) FROM PUBLIC;
+
+-- The events of a range: checked, read once (projection_read), applied.
+CREATE OR REPLACE FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM ledger.skill_status_check(p_from_tx, p_from_pos, p_to_tx, p_to_pos);
+    RETURN ledger.apply_skill_status(ledger.projection_read(p_from_tx, p_from_pos, p_to_tx, p_to_pos,
+                                                            ledger.projection_types('skill_status')));
 END $$;
 
 REVOKE ALL ON FUNCTION ledger.apply_skill_status(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;

@@ -1,0 +1,114 @@
+package projector_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/execledger/execledger/projector"
+)
+
+// readModelNames are the ledger's asynchronous read models.
+var readModelNames = []string{"audit_trail", "quota_usage", "skill_status"}
+
+// TestReadModelsStepTogether: the engine applies the ledger's read models
+// in one pass over each batch: every batch moves all three checkpoints in
+// one transaction (their rows carry one xmin), where NoGroup moves each in
+// its own; and the read models it builds are what a rebuild from the log
+// builds, both ways.
+func TestReadModelsStepTogether(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		noGroup bool
+		txs     int // distinct transactions that last moved the checkpoints
+	}{
+		{"group", false, 1},
+		{"no group", true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx := context.Background()
+			b.appendOne(t, "skill:acme.ok", "skill.installed", map[string]any{"version": "1.0.0", "publisher": "acme"})
+			for i := range 20 {
+				stream := b.request(t, fmt.Sprintf("00000000-0000-0000-0000-%012d", i), fmt.Sprintf("p%d", i%3))
+				b.appendOne(t, stream, "policy.decided", map[string]any{"decision": "allow", "stage": "allow", "policy_digest": "sha256:00"})
+				b.appendOne(t, stream, "execution.finished", map[string]any{"state": "succeeded", "tier": "A",
+					"resources": map[string]any{"fuel_used": 10 + i}})
+			}
+			last := b.appendOne(t, "skill:acme.ok", "skill.enabled", map[string]any{})
+
+			cfg := fast
+			cfg.NoGroup = tc.noGroup
+			e, stop := b.start(t, b.exec.Pool, cfg, projector.ReadModels()...)
+			for _, name := range readModelNames {
+				waitFor(t, name+" to pass the last event", passed(t, e, name, last))
+			}
+			stop()
+			var txs, positions int
+			if err := b.db.Pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text), count(DISTINCT position)
+FROM ledger.projections WHERE name = ANY($1)`, readModelNames).Scan(&txs, &positions); err != nil {
+				t.Fatal(err)
+			}
+			if txs != tc.txs || positions != 1 {
+				t.Errorf("the checkpoints were last moved by %d transactions to %d positions, want %d to 1", txs, positions, tc.txs)
+			}
+			checks, err := projector.Verify(ctx, b.db.Pool, readModelNames...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range checks {
+				if !c.OK() {
+					t.Errorf("%+v differs from its rebuild", c)
+				}
+			}
+			var fuel int64
+			if err := b.db.Pool.QueryRow(ctx, `SELECT sum(fuel) FROM ledger.quota_usage`).Scan(&fuel); err != nil || fuel != 20*10+190 {
+				t.Errorf("fuel %d, %v; want %d", fuel, err, 20*10+190)
+			}
+		})
+	}
+}
+
+// TestReadModelGroupTakesEveryLockOrNone: while another session holds one
+// read model's lock (a runner elsewhere), the group applies none of them,
+// and holds none of the others' locks; once it is free the group takes all
+// three and catches up.
+func TestReadModelGroupTakesEveryLockOrNone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	conn, err := b.db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var held bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(x'70726f6a'::int, lock_key::int) FROM ledger.projections WHERE name = 'quota_usage'`).Scan(&held); err != nil || !held {
+		t.Fatalf("lock quota_usage: %v, %v", held, err)
+	}
+	last := b.appendOne(t, b.request(t, "00000000-0000-0000-0000-000000000001", "p1"), "policy.decided",
+		map[string]any{"decision": "allow", "stage": "allow"})
+	e, _ := b.start(t, b.exec.Pool, fast, projector.ReadModels()...)
+	// Long enough for several of the group's lock attempts (fast retries
+	// every 50 ms) and steps, had it taken the locks it could.
+	time.Sleep(500 * time.Millisecond)
+	for _, name := range readModelNames {
+		if s := statusOf(t, e, name); s.Checkpoint.Position != 0 {
+			t.Errorf("%s moved to %d while quota_usage's lock was held elsewhere", name, s.Checkpoint.Position)
+		}
+	}
+	var others int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = x'70726f6a'::int::oid
+AND granted AND pid <> pg_backend_pid()`).Scan(&others); err != nil || others != 0 {
+		t.Errorf("the group holds %d read model locks (%v) while it cannot take quota_usage's", others, err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range readModelNames {
+		waitFor(t, name+" to catch up", passed(t, e, name, last))
+	}
+}
