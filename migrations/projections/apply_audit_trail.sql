@@ -14,12 +14,11 @@ CREATE OR REPLACE FUNCTION ledger.apply_audit_trail(p_events ledger.projected_ev
     SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
-    v ledger.projected_event[];
+    n bigint;
 BEGIN
-    v := ARRAY(SELECT e FROM unnest(p_events) e
-               WHERE e.type = ANY(ledger.projection_types('audit_trail')) AND e.stream LIKE 'request:%'
-               ORDER BY e.tx_id, e.position);
-    IF cardinality(v) = 0 THEN
+    SELECT count(*) INTO n FROM unnest(p_events) e
+    WHERE e.type = ANY(ledger.projection_types('audit_trail')) AND e.stream LIKE 'request:%';
+    IF n = 0 THEN
         RETURN 0;
     END IF;
 
@@ -63,7 +62,7 @@ BEGIN
            r.position,
            CASE WHEN e.type = 'execution.completed' THEN e.payload ->> 'attestation_digest' END,
            CASE WHEN e.type = 'execution.completed' THEN e.position END
-    FROM unnest(v) e
+    FROM unnest(p_events) e
     -- A stream without its tool.requested leaves principal NULL: the
     -- insert fails, naming the column, rather than skip the event.
     LEFT JOIN ledger.events r ON r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
@@ -82,16 +81,17 @@ BEGIN
             OR (e.type = 'lease.expired' AND e.payload ->> 'action' <> 'requeued')
             OR (e.type = 'request.cancelled' AND e.payload ->> 'previous_state' IS DISTINCT FROM 'running')
     ) k
+    WHERE e.type = ANY(ledger.projection_types('audit_trail')) AND e.stream LIKE 'request:%'
     ORDER BY e.position, k.kind;
 
     -- An attestation belongs to its request's outcome.
     UPDATE audit_trail a
     SET attestation_digest = s.digest, attestation_position = s.position
     FROM (SELECT DISTINCT ON (e.stream) substr(e.stream, 9)::uuid AS request_id, e.payload ->> 'attestation_digest' AS digest, e.position
-          FROM unnest(v) e WHERE e.type = 'attestation.signed'
+          FROM unnest(p_events) e WHERE e.type = 'attestation.signed' AND e.stream LIKE 'request:%'
           ORDER BY e.stream, e.version DESC) s
     WHERE a.request_id = s.request_id AND a.kind = 'outcome';
-    RETURN cardinality(v);
+    RETURN n;
 END $$;
 
 REVOKE ALL ON FUNCTION ledger.apply_audit_trail(p_events ledger.projected_event[]) FROM PUBLIC;
