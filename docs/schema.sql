@@ -158,6 +158,7 @@ END $$;
 CREATE FUNCTION ledger.apply_audit_trail(p_events ledger.projected_event[]) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
     AS $_$
@@ -213,7 +214,12 @@ BEGIN
     FROM unnest(p_events) e
     -- A stream without its tool.requested leaves principal NULL: the
     -- insert fails, naming the column, rather than skip the event.
-    LEFT JOIN ledger.events r ON r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
+    -- (A lateral probe of (stream, version = 1), not a join: a plan kept
+    -- from an empty ledger may join every stream's first event instead.)
+    LEFT JOIN LATERAL (
+        SELECT r.stream, r.payload, r.position FROM ledger.events r
+        WHERE r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
+        LIMIT 1) r ON true
     -- The request's principal, tool and run: its request_status row's
     -- columns (written with its tool.requested), not that event's payload
     -- parsed three times per row (it holds the whole input); the payload
@@ -332,6 +338,7 @@ END $$;
 CREATE FUNCTION ledger.apply_quota_usage(p_events ledger.projected_event[]) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
     AS $_$
@@ -374,8 +381,14 @@ BEGIN
     LEFT JOIN ledger.request_status rq
            ON rq.id = CASE WHEN e.stream ~ '^request:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
                            THEN substr(e.stream, 9)::uuid END
-    LEFT JOIN ledger.events o
-           ON o.version = 1 AND o.stream = e.stream AND rq.id IS NULL
+    -- A lateral probe of (stream, version = 1), not a join: a plan kept
+    -- from an empty ledger joined every stream's first event, read whole
+    -- at each call (20 ms a call after 40,000 events, and growing).
+    LEFT JOIN LATERAL (
+        SELECT o.stream, o.payload FROM ledger.events o
+        WHERE o.stream = e.stream AND o.version = 1
+        LIMIT 1) o
+           ON rq.id IS NULL
               AND e.type IN ('request.decided', 'policy.decided', 'approval.denied', 'execution.finished', 'execution.completed',
                              'egress.connection', 'budget.consumed')
               AND (e.stream LIKE 'request:%' OR e.stream LIKE 'process:%')
@@ -918,7 +931,10 @@ BEGIN
            c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at, c.lease_expires_at
     FROM claimed c
     JOIN ledger.request_status r ON r.id = c.id
-    JOIN ledger.events e ON e.stream = 'request:' || c.id AND e.version = 1
+    -- A lateral probe of (stream, version = 1), not a join: a plan kept
+    -- from an empty ledger joined by version = 1 alone, reading every
+    -- request's tool.requested at each claim (TestHotPlansIgnoreStatistics).
+    JOIN LATERAL (SELECT e.payload FROM ledger.events e WHERE e.stream = 'request:' || c.id AND e.version = 1 LIMIT 1) e ON true
     ORDER BY c.priority DESC, c.available_at, c.id;
 END $$;
 
@@ -2507,6 +2523,7 @@ END $$;
 CREATE FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_max integer) RETURNS TABLE(tx_id text, "position" bigint, passed bigint, applied bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -2553,6 +2570,7 @@ END $$;
 CREATE FUNCTION ledger.projection_step_group(p_names text[], p_max integer) RETURNS TABLE(name text, tx_id text, "position" bigint, passed bigint, applied bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -3363,6 +3381,7 @@ END $$;
 CREATE FUNCTION ledger.skill_status_check(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) RETURNS void
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     e record;

@@ -20,6 +20,7 @@ import (
 	"github.com/execledger/execledger/internal/policy"
 	"github.com/execledger/execledger/internal/testdb"
 	"github.com/execledger/execledger/ledger"
+	"github.com/execledger/execledger/projector"
 )
 
 // planLog collects the plans auto_explain sends a session as notices.
@@ -61,16 +62,26 @@ func (p *planLog) scans(tables ...string) (bad []string, total int) {
 // partial index of the few rows a hot statement looks for.
 var probeless = map[string]bool{"request_status_unattested_idx": true}
 
+// leading names the first column of the multi-column indexes of the log
+// and the request table: an Index Cond that does not bound it walks the
+// whole index all the same (a plan kept from an empty ledger probed
+// events_pkey by version = 1 alone, every stream's first event, at each claim).
+var leading = map[string]string{"events_pkey": "stream", "events_delivery_idx": "tx_id"}
+
 // fullIndexScan reports whether plan walks an index of one of tables
 // without an Index Cond: a whole index read, which grows with the table
 // as a sequential scan does (a partial index whose predicate a join's
 // filter implies, kept from when the table was empty, did so, 020-021).
 func fullIndexScan(plan string, tables []string) bool {
-	node := regexp.MustCompile(`^(\s*)(?:->\s+)?(?:Index|Index Only) Scan(?: Backward)? using (\S+) on (` + strings.Join(tables, "|") + `)\b`)
+	node := regexp.MustCompile(`^(\s*)(?:->\s+)?(?:(?:Index|Index Only) Scan(?: Backward)? using (\S+) on (?:` + strings.Join(tables, "|") + `)\b|Bitmap Index Scan on (\S+))`)
 	lines := strings.Split(plan, "\n")
 	for i, l := range lines {
 		m := node.FindStringSubmatch(l)
-		if m == nil || probeless[m[2]] {
+		if m == nil {
+			continue
+		}
+		index := m[2] + m[3]
+		if probeless[index] || (m[3] != "" && leading[index] == "") {
 			continue
 		}
 		probe := false
@@ -78,8 +89,9 @@ func fullIndexScan(plan string, tables []string) bool {
 			if strings.Contains(next, "->") || strings.TrimSpace(next) == "" {
 				break
 			}
-			if strings.Contains(next, "Index Cond:") {
-				probe = true
+			if _, cond, ok := strings.Cut(next, "Index Cond:"); ok {
+				col := leading[index]
+				probe = col == "" || regexp.MustCompile(`\b`+col+`\b`).MatchString(cond)
 				break
 			}
 		}
@@ -115,15 +127,19 @@ func explainedPool(t *testing.T, db *testdb.DB, role *testdb.Role, log *planLog)
 }
 
 // TestHotPlansIgnoreStatistics: the statements of submit, claim and
-// completion read the log and the request table by index probes whatever
-// the statistics say. The statistics here are those of an empty ledger
+// completion, and the read models' steps, read the log and the request
+// table by index probes whatever the statistics say. The statistics here are those of an empty ledger
 // (ANALYZE before anything is written), the executor's and the
 // submitter's sessions make and keep their plans while it is empty, then
 // the log and the request table grow by 40,000 rows each that no ANALYZE
 // sees, as on a server
 // where autovacuum is off or behind. Before migration 014, the event
 // writers' version check kept a plan that read the whole log at every
-// call (a hashed subplan over ledger.events).
+// call (a hashed subplan over ledger.events). Until issue 24's second
+// session, claim_requests kept a plan that probed events_pkey by
+// version = 1 alone, every request's first event at each claim, and the
+// read models' steps sequential scans of the log: an Index Cond that does
+// not bound an index's first column counts as a whole read (leading).
 func TestHotPlansIgnoreStatistics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -152,6 +168,38 @@ func TestHotPlansIgnoreStatistics(t *testing.T) {
 	}
 	e := &env{db: db}
 	e.start(t, x)
+	// The read models' projection engine, whose steps read the log too.
+	eng, err := projector.New(execPool, projector.Config{BatchSize: 50, PollInterval: 20 * time.Millisecond}, projector.ReadModels()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engCtx, stopEngine := context.WithCancel(ctx)
+	engDone := make(chan struct{})
+	go func() { defer close(engDone); _ = eng.Run(engCtx) }()
+	t.Cleanup(func() { stopEngine(); <-engDone })
+	caughtUp := func() {
+		t.Helper()
+		deadline := time.Now().Add(waitLong)
+		for {
+			st, err := eng.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			behind := 0
+			for _, s := range st {
+				if s.Mode == "async" && (s.State != "active" || s.EventsBehind > 0) {
+					behind++
+				}
+			}
+			if behind == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the read models did not catch up within %s: %+v", waitLong, st)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	round := func(n int) {
 		t.Helper()
 		for i := range n {
@@ -164,6 +212,7 @@ func TestHotPlansIgnoreStatistics(t *testing.T) {
 	// Plans made and kept (PL/pgSQL switches to a generic plan after five
 	// executions) while the ledger is empty.
 	round(12)
+	caughtUp()
 	for _, fill := range []string{
 		`INSERT INTO ledger.events (stream, version, type, payload, metadata)
 		 SELECT 'test:' || (g / 10), (g % 10) + 1, 'test.filler', '{}', '{}' FROM generate_series(0, 39999) g`,
@@ -178,6 +227,7 @@ func TestHotPlansIgnoreStatistics(t *testing.T) {
 	}
 	plans.reset()
 	round(6)
+	caughtUp()
 	bad, total := plans.scans("events", "request_status")
 	if total == 0 {
 		t.Fatal("auto_explain sent no plans: the test sees nothing")
@@ -186,6 +236,13 @@ func TestHotPlansIgnoreStatistics(t *testing.T) {
 		seen := map[string]int{}
 		for _, b := range bad {
 			seen[queryOf(b)]++
+		}
+		for _, b := range bad {
+			for _, l := range strings.Split(b, "\n") {
+				if strings.Contains(l, "Scan") {
+					t.Logf("%.60s | %s", queryOf(b), strings.TrimSpace(l))
+				}
+			}
 		}
 		t.Fatalf("%d of %d plans read a whole table, of these statements: %v\nthe last:\n%s", len(bad), total, seen, bad[len(bad)-1])
 	}

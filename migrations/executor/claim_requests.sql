@@ -52,7 +52,10 @@ BEGIN
            c.approved_digest IS NOT DISTINCT FROM r.input_digest, c.charged, r.submitted_at, c.lease_expires_at
     FROM claimed c
     JOIN ledger.request_status r ON r.id = c.id
-    JOIN ledger.events e ON e.stream = 'request:' || c.id AND e.version = 1
+    -- A lateral probe of (stream, version = 1), not a join: a plan kept
+    -- from an empty ledger joined by version = 1 alone, reading every
+    -- request's tool.requested at each claim (TestHotPlansIgnoreStatistics).
+    JOIN LATERAL (SELECT e.payload FROM ledger.events e WHERE e.stream = 'request:' || c.id AND e.version = 1 LIMIT 1) e ON true
     ORDER BY c.priority DESC, c.available_at, c.id;
 END $$;
 

@@ -10,6 +10,7 @@
 CREATE OR REPLACE FUNCTION ledger.apply_audit_trail(p_events ledger.projected_event[]) RETURNS bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
@@ -65,7 +66,12 @@ BEGIN
     FROM unnest(p_events) e
     -- A stream without its tool.requested leaves principal NULL: the
     -- insert fails, naming the column, rather than skip the event.
-    LEFT JOIN ledger.events r ON r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
+    -- (A lateral probe of (stream, version = 1), not a join: a plan kept
+    -- from an empty ledger may join every stream's first event instead.)
+    LEFT JOIN LATERAL (
+        SELECT r.stream, r.payload, r.position FROM ledger.events r
+        WHERE r.stream = e.stream AND r.version = 1 AND r.type = 'tool.requested'
+        LIMIT 1) r ON true
     -- The request's principal, tool and run: its request_status row's
     -- columns (written with its tool.requested), not that event's payload
     -- parsed three times per row (it holds the whole input); the payload

@@ -11,6 +11,7 @@
 CREATE OR REPLACE FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos bigint, p_max integer) RETURNS TABLE(tx_id text, "position" bigint, passed bigint, applied bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE

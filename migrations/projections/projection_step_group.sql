@@ -21,6 +21,7 @@
 CREATE OR REPLACE FUNCTION ledger.projection_step_group(p_names text[], p_max integer) RETURNS TABLE(name text, tx_id text, "position" bigint, passed bigint, applied bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
