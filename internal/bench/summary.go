@@ -55,9 +55,14 @@ type Summary struct {
 	// (the age of the oldest committed event not yet sealed), sampled
 	// like ProjectionLag.
 	SealerLag *Latency `json:"sealer_lag_ms,omitempty"`
+	// CaughtUpSeconds is how long Execledger's read models and sealer
+	// took, after the last request was final, to apply and seal the rest
+	// of the log; the run (and CPU) ends there.
+	CaughtUpSeconds float64 `json:"caught_up_after_final_s,omitempty"`
 	// CPU is the CPU time per request inserted, over the whole run
-	// (inserting and working); its PostgreSQL part only with a private
-	// cluster (Config.PostmasterPID).
+	// (inserting and working, and Execledger's read models and sealer
+	// catching up); its PostgreSQL part only with a private cluster
+	// (Config.PostmasterPID).
 	CPU *CPU `json:"cpu_per_request,omitempty"`
 	// Windows is a continuous run's latency per 10 s of submit time.
 	Windows []LatencyWindow `json:"latency_windows_ms,omitempty"`
@@ -171,6 +176,9 @@ func (s *Summary) print(w io.Writer) {
 	}
 	if l := s.SealerLag; l != nil {
 		fmt.Fprintf(w, "  sealer lag ms     p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%d samples)\n", l.P50, l.P90, l.P99, l.Max, l.Count)
+	}
+	if s.ProjectionLag != nil || s.SealerLag != nil {
+		fmt.Fprintf(w, "  caught up         %.2f s after the last request was final (read models and sealer; counted in CPU)\n", s.CaughtUpSeconds)
 	}
 	if s.AuditRowsPerRequest > 0 {
 		fmt.Fprintf(w, "  audit rows/request %.2f\n", s.AuditRowsPerRequest)
