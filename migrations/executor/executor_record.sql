@@ -344,22 +344,25 @@ BEGIN
         DELETE FROM ledger.queue q USING unnest(v_rows) t WHERE q.id = t.id AND t.kind = 'finish';
     END IF;
     -- The request read model now says what the events say; it must be
-    -- the state change the call asked for.
-    SELECT t.id, t.kind, r.state INTO bad
-    FROM unnest(v_rows) t JOIN ledger.request_status r ON r.id = t.id
-    WHERE NOT v_fast AND t.kind IS NOT NULL AND NOT coalesce(CASE t.kind
-        WHEN 'start' THEN r.state = 'running'
-        WHEN 'await_approval' THEN r.state = 'awaiting_approval'
-        WHEN 'requeue' THEN r.state = 'pending'
-        WHEN 'finish' THEN r.state = t.state AND r.error_kind IS NOT DISTINCT FROM t.error_kind
-                           AND r.attestation_digest = t.digest
-        WHEN 'attest' THEN r.attestation_digest = t.digest END, false)
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'ledger.executor_record: the events recorded for request % leave it %, which is not the % asked for',
-            bad.id, bad.state, bad.kind
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'request.decided or execution.started, approval.requested, lease.expired (requeued), a final event and its attestation make those changes';
+    -- the state change the call asked for. (The fast path wrote the rows
+    -- from what it checked: nothing to plan or read here.)
+    IF NOT v_fast THEN
+        SELECT t.id, t.kind, r.state INTO bad
+        FROM unnest(v_rows) t JOIN ledger.request_status r ON r.id = t.id
+        WHERE t.kind IS NOT NULL AND NOT coalesce(CASE t.kind
+            WHEN 'start' THEN r.state = 'running'
+            WHEN 'await_approval' THEN r.state = 'awaiting_approval'
+            WHEN 'requeue' THEN r.state = 'pending'
+            WHEN 'finish' THEN r.state = t.state AND r.error_kind IS NOT DISTINCT FROM t.error_kind
+                               AND r.attestation_digest = t.digest
+            WHEN 'attest' THEN r.attestation_digest = t.digest END, false)
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'ledger.executor_record: the events recorded for request % leave it %, which is not the % asked for',
+                bad.id, bad.state, bad.kind
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'request.decided or execution.started, approval.requested, lease.expired (requeued), a final event and its attestation make those changes';
+        END IF;
     END IF;
 
     IF 'finish' = ANY(kinds) THEN
