@@ -362,7 +362,10 @@ BEGIN
            CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN coalesce((e.payload -> 'resources' ->> 'cpu_ms')::bigint,
                coalesce((e.payload -> 'resources' ->> 'cpu_user_ms')::bigint, 0) + coalesce((e.payload -> 'resources' ->> 'cpu_sys_ms')::bigint, 0)) ELSE 0 END,
            CASE WHEN e.type IN ('execution.finished', 'execution.completed') THEN coalesce((e.payload -> 'resources' ->> 'wall_ms')::bigint, 0) ELSE 0 END,
-           CASE WHEN e.type IN ('execution.finished', 'execution.completed') AND jsonb_typeof(e.payload -> 'output') IS DISTINCT FROM 'null'
+           -- An outcome without an output member counts 0 bytes, as one
+           -- whose output is null: a batch of such outcomes alone summed
+           -- to NULL and failed the insert.
+           CASE WHEN e.type IN ('execution.finished', 'execution.completed') AND jsonb_typeof(e.payload -> 'output') <> 'null'
                 THEN octet_length((e.payload -> 'output')::text) ELSE 0 END,
            (e.type = 'egress.connection' AND (e.payload ->> 'allowed')::boolean)::int,
            (e.type = 'egress.connection' AND NOT (e.payload ->> 'allowed')::boolean)::int,
