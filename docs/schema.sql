@@ -645,7 +645,11 @@ BEGIN
                CASE WHEN e.type IN ('budget.consumed', 'request.decided') THEN r.payload ->> 'run_id' ELSE e.payload ->> 'run_id' END AS run_id,
                (e.payload ->> 'max_calls')::int AS max_calls
         FROM unnest(v) e
-        LEFT JOIN ledger.events r ON e.type IN ('budget.consumed', 'request.decided') AND r.stream = e.stream AND r.version = 1
+        -- A lateral probe of (stream, version = 1): a join may keep a plan
+        -- that reads every stream's first event.
+        LEFT JOIN LATERAL (SELECT r.payload FROM ledger.events r
+                           WHERE e.type IN ('budget.consumed', 'request.decided') AND r.stream = e.stream AND r.version = 1
+                           LIMIT 1) r ON true
         WHERE (e.type IN ('budget.consumed', 'request.decided') AND e.stream LIKE 'request:%')
            OR (e.type NOT IN ('budget.consumed', 'request.decided') AND e.stream = 'run:' || (e.payload ->> 'principal') || '/' || (e.payload ->> 'run_id'))
     ), agg AS (
@@ -795,7 +799,10 @@ BEGIN
            (e.payload -> 'input')::jsonb, r.idempotency_key
     FROM ledger.queue q
     JOIN ledger.request_status r ON r.id = q.id
-    LEFT JOIN ledger.events e ON e.stream = 'request:' || r.id::text AND e.version = 1
+    -- A lateral probe of (stream, version = 1): a join may keep a plan
+    -- that reads every request's first event (TestHotPlansIgnoreStatistics).
+    LEFT JOIN LATERAL (SELECT e.payload FROM ledger.events e
+                       WHERE e.stream = 'request:' || r.id::text AND e.version = 1 LIMIT 1) e ON true
     WHERE q.state = 'awaiting_approval' AND r.state = 'awaiting_approval'
       AND (p_request_id IS NULL OR q.id = p_request_id)
     ORDER BY r.submitted_at, r.id

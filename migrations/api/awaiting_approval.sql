@@ -42,7 +42,10 @@ BEGIN
            (e.payload -> 'input')::jsonb, r.idempotency_key
     FROM ledger.queue q
     JOIN ledger.request_status r ON r.id = q.id
-    LEFT JOIN ledger.events e ON e.stream = 'request:' || r.id::text AND e.version = 1
+    -- A lateral probe of (stream, version = 1): a join may keep a plan
+    -- that reads every request's first event (TestHotPlansIgnoreStatistics).
+    LEFT JOIN LATERAL (SELECT e.payload FROM ledger.events e
+                       WHERE e.stream = 'request:' || r.id::text AND e.version = 1 LIMIT 1) e ON true
     WHERE q.state = 'awaiting_approval' AND r.state = 'awaiting_approval'
       AND (p_request_id IS NULL OR q.id = p_request_id)
     ORDER BY r.submitted_at, r.id

@@ -32,7 +32,11 @@ BEGIN
                CASE WHEN e.type IN ('budget.consumed', 'request.decided') THEN r.payload ->> 'run_id' ELSE e.payload ->> 'run_id' END AS run_id,
                (e.payload ->> 'max_calls')::int AS max_calls
         FROM unnest(v) e
-        LEFT JOIN ledger.events r ON e.type IN ('budget.consumed', 'request.decided') AND r.stream = e.stream AND r.version = 1
+        -- A lateral probe of (stream, version = 1): a join may keep a plan
+        -- that reads every stream's first event.
+        LEFT JOIN LATERAL (SELECT r.payload FROM ledger.events r
+                           WHERE e.type IN ('budget.consumed', 'request.decided') AND r.stream = e.stream AND r.version = 1
+                           LIMIT 1) r ON true
         WHERE (e.type IN ('budget.consumed', 'request.decided') AND e.stream LIKE 'request:%')
            OR (e.type NOT IN ('budget.consumed', 'request.decided') AND e.stream = 'run:' || (e.payload ->> 'principal') || '/' || (e.payload ->> 'run_id'))
     ), agg AS (
