@@ -310,7 +310,10 @@ func TestDeepTreeIsKilled(t *testing.T) {
 			t.Parallel()
 			m, d := marker(), t.TempDir()
 			leaf := filepath.Join(d, "leaf.sh")
-			if err := os.WriteFile(leaf, []byte(`touch "$1"; exec sleep "$2"`), 0o644); err != nil {
+			// The shell creates the file itself, not a touch child that a
+			// loaded machine may not have reaped when the target sees the
+			// file and exits (seen once: 7 descendants killed).
+			if err := os.WriteFile(leaf, []byte(`: > "$1"; exec sleep "$2"`), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			// Six processes outlive the target: a setsid'd shell waiting
