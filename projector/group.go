@@ -52,22 +52,7 @@ func newGroup(e *Engine, ps []Projection) *group {
 
 // run holds sessions until ctx ends, reconnecting with backoff.
 func (g *group) run(ctx context.Context) {
-	backoff := g.e.cfg.PollInterval
-	for {
-		start := time.Now()
-		err := g.session(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(start) > g.e.cfg.MaxBackoff {
-			backoff = g.e.cfg.PollInterval
-		}
-		g.logger.Warn("projection group lost its connection", slog.Any("error", err), slog.Duration("retry_in", backoff))
-		if !retry.Sleep(ctx, backoff) {
-			return
-		}
-		backoff = min(2*backoff, g.e.cfg.MaxBackoff)
-	}
+	g.e.keep(ctx, g.logger, "projection group", g.session)
 }
 
 // session takes a connection of its own, waits until it holds every

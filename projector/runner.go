@@ -49,21 +49,28 @@ func newRunner(e *Engine, p Projection) *runner {
 
 // run holds sessions until ctx ends, reconnecting with backoff.
 func (r *runner) run(ctx context.Context) {
-	backoff := r.e.cfg.PollInterval
+	r.e.keep(ctx, r.logger, "projection runner", r.session)
+}
+
+// keep runs session until ctx ends, again after each error, with a backoff
+// that doubles up to MaxBackoff and starts over after a session that
+// lasted longer than that.
+func (e *Engine) keep(ctx context.Context, logger *slog.Logger, what string, session func(context.Context) error) {
+	backoff := e.cfg.PollInterval
 	for {
 		start := time.Now()
-		err := r.session(ctx)
+		err := session(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if time.Since(start) > r.e.cfg.MaxBackoff {
-			backoff = r.e.cfg.PollInterval // it worked for a while: start over
+		if time.Since(start) > e.cfg.MaxBackoff {
+			backoff = e.cfg.PollInterval // it worked for a while: start over
 		}
-		r.logger.Warn("projection runner lost its connection", slog.Any("error", err), slog.Duration("retry_in", backoff))
+		logger.Warn(what+" lost its connection", slog.Any("error", err), slog.Duration("retry_in", backoff))
 		if !retry.Sleep(ctx, backoff) {
 			return
 		}
-		backoff = min(2*backoff, r.e.cfg.MaxBackoff)
+		backoff = min(2*backoff, e.cfg.MaxBackoff)
 	}
 }
 
