@@ -2229,6 +2229,25 @@ END $$;
 
 
 --
+-- Name: projection_batch_end(xid8, bigint, integer); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.projection_batch_end(p_from_tx xid8, p_from_pos bigint, p_max integer) RETURNS TABLE(tx_id xid8, "position" bigint, n bigint)
+    LANGUAGE plpgsql STABLE
+    SET enable_seqscan TO 'off'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT e.tx_id, e.position, e.n
+    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
+          WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+          ORDER BY e.tx_id, e.position LIMIT p_max) e
+    ORDER BY e.n DESC LIMIT 1;
+END $$;
+
+
+--
 -- Name: projection_event(text, text, json); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -2373,7 +2392,6 @@ CREATE FUNCTION ledger.projection_rebuild_step(p_name text, p_max integer) RETUR
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
     p         record;
     v_to      record;
     v_count   bigint;
@@ -2388,11 +2406,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_rebuild_step: PostgreSQL restarted during the rebuild of %, whose unlogged shadow tables may have been emptied', p_name
             USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'run the rebuild again: it begins anew';
     END IF;
-    SELECT e.tx_id, e.position, e.n INTO v_to
-    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
-          WHERE (e.tx_id, e.position) > (p.rebuild_tx_id, p.rebuild_position) AND e.tx_id < v_horizon
-          ORDER BY e.tx_id, e.position LIMIT p_max) e
-    ORDER BY e.n DESC LIMIT 1;
+    SELECT b.tx_id, b.position, b.n INTO v_to FROM ledger.projection_batch_end(p.rebuild_tx_id, p.rebuild_position, p_max) b;
     SELECT e.position INTO head FROM ledger.events e ORDER BY e.tx_id DESC, e.position DESC LIMIT 1;
     IF v_to IS NULL THEN
         RETURN QUERY SELECT p.rebuild_tx_id::text, p.rebuild_position, p.rebuild_applied, coalesce(head, 0), true;
@@ -2543,7 +2557,6 @@ CREATE FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p_from_pos b
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
     v_mode    text;
     v_to      record;
     n         bigint;
@@ -2556,11 +2569,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_step: % is not an asynchronous projection', p_name
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT e.tx_id, e.position, e.n INTO v_to
-    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
-          WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND e.tx_id < v_horizon
-          ORDER BY e.tx_id, e.position LIMIT p_max) e
-    ORDER BY e.n DESC LIMIT 1;
+    SELECT b.tx_id, b.position, b.n INTO v_to FROM ledger.projection_batch_end(p_from_tx, p_from_pos, p_max) b;
     IF NOT FOUND THEN
         RETURN;
     END IF;
@@ -2590,7 +2599,6 @@ CREATE FUNCTION ledger.projection_step_group(p_names text[], p_max integer) RETU
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
     v_members record;
     v_from    record;
     v_to      record;
@@ -2614,11 +2622,7 @@ BEGIN
     SELECT x.tx_id, x.position INTO v_from
     FROM ledger.projections x WHERE x.name = ANY(v_members.names)
     ORDER BY x.tx_id, x.position LIMIT 1;
-    SELECT e.tx_id, e.position, e.n INTO v_to
-    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
-          WHERE (e.tx_id, e.position) > (v_from.tx_id, v_from.position) AND e.tx_id < v_horizon
-          ORDER BY e.tx_id, e.position LIMIT p_max) e
-    ORDER BY e.n DESC LIMIT 1;
+    SELECT b.tx_id, b.position, b.n INTO v_to FROM ledger.projection_batch_end(v_from.tx_id, v_from.position, p_max) b;
     IF NOT FOUND THEN
         RETURN;
     END IF;
@@ -6089,6 +6093,13 @@ REVOKE ALL ON FUNCTION ledger.projection_apply(p_name text, p_events ledger.proj
 --
 
 REVOKE ALL ON FUNCTION ledger.projection_apply(p_name text, p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION projection_batch_end(p_from_tx xid8, p_from_pos bigint, p_max integer); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.projection_batch_end(p_from_tx xid8, p_from_pos bigint, p_max integer) FROM PUBLIC;
 
 
 --

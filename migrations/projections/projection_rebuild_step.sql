@@ -1,3 +1,4 @@
+-- depends: projections/projection_batch_end.sql
 -- depends: projections/projection_apply.sql
 
 -- projection_rebuild_step applies up to p_max delivered events after the
@@ -11,7 +12,6 @@ CREATE OR REPLACE FUNCTION ledger.projection_rebuild_step(p_name text, p_max int
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
     p         record;
     v_to      record;
     v_count   bigint;
@@ -26,11 +26,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_rebuild_step: PostgreSQL restarted during the rebuild of %, whose unlogged shadow tables may have been emptied', p_name
             USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'run the rebuild again: it begins anew';
     END IF;
-    SELECT e.tx_id, e.position, e.n INTO v_to
-    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
-          WHERE (e.tx_id, e.position) > (p.rebuild_tx_id, p.rebuild_position) AND e.tx_id < v_horizon
-          ORDER BY e.tx_id, e.position LIMIT p_max) e
-    ORDER BY e.n DESC LIMIT 1;
+    SELECT b.tx_id, b.position, b.n INTO v_to FROM ledger.projection_batch_end(p.rebuild_tx_id, p.rebuild_position, p_max) b;
     SELECT e.position INTO head FROM ledger.events e ORDER BY e.tx_id DESC, e.position DESC LIMIT 1;
     IF v_to IS NULL THEN
         RETURN QUERY SELECT p.rebuild_tx_id::text, p.rebuild_position, p.rebuild_applied, coalesce(head, 0), true;

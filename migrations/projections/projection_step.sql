@@ -1,3 +1,4 @@
+-- depends: projections/projection_batch_end.sql
 -- depends: projections/projection_apply.sql
 
 -- projection_step applies an asynchronous projection's next events, up
@@ -15,7 +16,6 @@ CREATE OR REPLACE FUNCTION ledger.projection_step(p_name text, p_from_tx xid8, p
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
     v_mode    text;
     v_to      record;
     n         bigint;
@@ -28,11 +28,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_step: % is not an asynchronous projection', p_name
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT e.tx_id, e.position, e.n INTO v_to
-    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
-          WHERE (e.tx_id, e.position) > (p_from_tx, p_from_pos) AND e.tx_id < v_horizon
-          ORDER BY e.tx_id, e.position LIMIT p_max) e
-    ORDER BY e.n DESC LIMIT 1;
+    SELECT b.tx_id, b.position, b.n INTO v_to FROM ledger.projection_batch_end(p_from_tx, p_from_pos, p_max) b;
     IF NOT FOUND THEN
         RETURN;
     END IF;

@@ -1,3 +1,4 @@
+-- depends: projections/projection_batch_end.sql
 -- depends: projections/projection_apply.sql
 -- depends: projections/projection_read.sql
 -- depends: projections/projection_types.sql
@@ -25,7 +26,6 @@ CREATE OR REPLACE FUNCTION ledger.projection_step_group(p_names text[], p_max in
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
     v_members record;
     v_from    record;
     v_to      record;
@@ -49,11 +49,7 @@ BEGIN
     SELECT x.tx_id, x.position INTO v_from
     FROM ledger.projections x WHERE x.name = ANY(v_members.names)
     ORDER BY x.tx_id, x.position LIMIT 1;
-    SELECT e.tx_id, e.position, e.n INTO v_to
-    FROM (SELECT e.tx_id, e.position, row_number() OVER (ORDER BY e.tx_id, e.position) AS n FROM ledger.events e
-          WHERE (e.tx_id, e.position) > (v_from.tx_id, v_from.position) AND e.tx_id < v_horizon
-          ORDER BY e.tx_id, e.position LIMIT p_max) e
-    ORDER BY e.n DESC LIMIT 1;
+    SELECT b.tx_id, b.position, b.n INTO v_to FROM ledger.projection_batch_end(v_from.tx_id, v_from.position, p_max) b;
     IF NOT FOUND THEN
         RETURN;
     END IF;
