@@ -162,10 +162,11 @@ BEGIN
     WHERE h.version IS NULL OR h.version >= b.lo OR h.prior <> b.lo - 1
     ORDER BY b.stream
     LIMIT 1;
+    -- The detail is the unique index's own, which ledger.appendError reads.
     RAISE EXCEPTION 'duplicate key value violates unique constraint "events_pkey"'
         USING ERRCODE = 'unique_violation', CONSTRAINT = 'events_pkey', TABLE = 'events', SCHEMA = 'ledger',
-              DETAIL = format('Key (stream, version)=(%s, %s) already exists, or the versions appended to it are not consecutive.',
-                              coalesce(v_bad.stream, '?'), coalesce(v_bad.lo::text, '?'));
+              DETAIL = format('Key (stream, version)=(%s, %s) already exists.', coalesce(v_bad.stream, '?'), coalesce(v_bad.lo::text, '?')),
+              HINT = 'a stream''s versions are appended once each, consecutively, above its head (ledger.stream_heads)';
 END $$;
 
 
@@ -1194,6 +1195,182 @@ END $$;
 COMMENT ON FUNCTION ledger.event_partitions() IS 'The partitions of ledger.events: tx_id bounds (NULL: unbounded), first and last event in delivery order.';
 
 
+SET default_table_access_method = heap;
+
+--
+-- Name: event_archives; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.event_archives (
+    id bigint NOT NULL,
+    partition_name text NOT NULL,
+    from_tx_id xid8 NOT NULL,
+    to_tx_id xid8 NOT NULL,
+    first_position bigint,
+    last_position bigint,
+    first_leaf bigint,
+    last_leaf bigint,
+    events bigint NOT NULL,
+    checkpoint_size bigint,
+    range_hashes bytea[],
+    bundle_sha256 text,
+    archived_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    archived_by text DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT event_archives_bundle_sha256_check CHECK ((bundle_sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT event_archives_events_check CHECK ((events >= 0)),
+    CONSTRAINT event_archives_leaves_check CHECK ((((events = 0) AND (first_leaf IS NULL) AND (last_leaf IS NULL) AND (checkpoint_size IS NULL) AND (range_hashes IS NULL) AND (bundle_sha256 IS NULL)) OR ((events > 0) AND (first_leaf >= 0) AND (((last_leaf - first_leaf) + 1) = events) AND (checkpoint_size > last_leaf) AND (range_hashes IS NOT NULL) AND (bundle_sha256 IS NOT NULL) AND (first_position IS NOT NULL) AND (last_position IS NOT NULL))))
+);
+
+
+--
+-- Name: TABLE event_archives; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.event_archives IS 'Detached partitions of ledger.events: their leaves, the checkpoint their bundle was proved against, the bundle''s SHA-256.';
+
+
+--
+-- Name: events_archive_detach(text, bigint, bytea[], text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text) RETURNS SETOF ledger.event_archives
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    a record;
+    v_begin bigint;
+    v_end bigint;
+    v_level int;
+    v_node bytea;
+    i int := 0;
+    r ledger.event_archives;
+BEGIN
+    SELECT * INTO a FROM ledger.events_archive_plan(p_partition);
+    IF a.events > 0 THEN
+        IF p_checkpoint_size IS NULL OR p_checkpoint_size <= a.last_leaf
+           OR NOT EXISTS (SELECT 1 FROM ledger.checkpoints c WHERE c.size = p_checkpoint_size) THEN
+            RAISE EXCEPTION 'ledger.events_archive_detach: % has leaves % to %; checkpoint % is not one of the log''s that covers them',
+                p_partition, a.first_leaf, a.last_leaf, coalesce(p_checkpoint_size::text, 'NULL')
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        v_begin := a.first_leaf;
+        v_end := a.last_leaf + 1;
+        WHILE v_begin < v_end LOOP
+            v_level := 0;
+            WHILE v_level < 62 AND v_begin % (2::bigint << v_level) = 0 AND v_begin + (2::bigint << v_level) <= v_end LOOP
+                v_level := v_level + 1;
+            END LOOP;
+            i := i + 1;
+            SELECT n.hash INTO v_node FROM ledger.log_nodes n WHERE n.level = v_level AND n.idx = v_begin >> v_level;
+            IF v_node IS NULL OR i > coalesce(cardinality(p_range_hashes), 0) OR p_range_hashes[i] IS DISTINCT FROM v_node THEN
+                RAISE EXCEPTION 'ledger.events_archive_detach: the range hashes of leaves % to % are not the tree''s (node % at level %)',
+                    a.first_leaf, a.last_leaf, v_begin >> v_level, v_level
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            v_begin := v_begin + (1::bigint << v_level);
+        END LOOP;
+        IF i <> cardinality(p_range_hashes) THEN
+            RAISE EXCEPTION 'ledger.events_archive_detach: % range hashes for leaves % to %, which have %', cardinality(p_range_hashes), a.first_leaf, a.last_leaf, i
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    ELSIF p_checkpoint_size IS NOT NULL OR p_range_hashes IS NOT NULL OR p_bundle_sha256 IS NOT NULL THEN
+        RAISE EXCEPTION 'ledger.events_archive_detach: % holds no event: it is detached with no bundle', p_partition
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO ledger.event_archives (partition_name, from_tx_id, to_tx_id, first_position, last_position, first_leaf, last_leaf,
+                                       events, checkpoint_size, range_hashes, bundle_sha256)
+    VALUES (p_partition, coalesce(a.from_tx_id, '0'), a.to_tx_id, a.first_position, a.last_position, a.first_leaf, a.last_leaf,
+            a.events, p_checkpoint_size, p_range_hashes, p_bundle_sha256)
+    RETURNING * INTO r;
+    EXECUTE format('ALTER TABLE ledger.events DETACH PARTITION ledger.%I', p_partition);
+    RETURN NEXT r;
+END $$;
+
+
+--
+-- Name: FUNCTION events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text); Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON FUNCTION ledger.events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text) IS 'Records the archive of a closed partition of ledger.events (ledger.event_archives) and detaches it.';
+
+
+--
+-- Name: events_archive_plan(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.events_archive_plan(p_partition text) RETURNS TABLE(partition_name text, from_tx_id xid8, to_tx_id xid8, first_position bigint, last_position bigint, first_leaf bigint, last_leaf bigint, events bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    p record;
+    v_xmin xid8 := pg_snapshot_xmin(pg_current_snapshot());
+    v_proj record;
+    v_unsealed bigint;
+BEGIN
+    SELECT * INTO p FROM ledger.event_partitions() x WHERE x.name = p_partition;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % is not a partition of ledger.events', coalesce(p_partition, 'NULL')
+            USING ERRCODE = 'undefined_table', HINT = 'execledger archive --list lists them';
+    END IF;
+    IF p.is_default THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % is the default partition, which no range of transactions bounds; it is never archived', p_partition
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF p.to_tx_id > v_xmin THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % is not closed: transactions up to % may still write into it (the oldest running transaction is %)',
+            p_partition, p.to_tx_id, v_xmin
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'archive it once the transaction ids in use have passed its range';
+    END IF;
+    partition_name := p_partition;
+    from_tx_id := p.from_tx_id;
+    to_tx_id := p.to_tx_id;
+    events := 0;
+    IF p.first_tx_id IS NULL THEN
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    SELECT x.name, x.mode, x.tx_id, x.position, x.rebuild_tx_id, x.rebuild_position INTO v_proj
+    FROM ledger.projections x
+    WHERE x.mode IN ('async', 'sealer')
+      AND ((x.tx_id, x.position) < (p.last_tx_id, p.last_position)
+           OR x.rebuild_tx_id IS NOT NULL AND (x.rebuild_tx_id, x.rebuild_position) < (p.last_tx_id, p.last_position))
+    ORDER BY x.name
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % is not closed: % has not read past its last event (transaction %, position %)',
+            p_partition,
+            CASE WHEN v_proj.mode = 'sealer' THEN 'the Merkle log''s sealer (projection ' || v_proj.name || ')'
+                 WHEN v_proj.rebuild_tx_id IS NOT NULL THEN 'the rebuild of projection ' || v_proj.name
+                 ELSE 'projection ' || v_proj.name END,
+            p.last_tx_id, p.last_position
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'execledger projector status shows how far each has read';
+    END IF;
+    first_position := p.first_position;
+    last_position := p.last_position;
+    SELECT l.leaf_index INTO first_leaf FROM ledger.log_leaves l WHERE l.position = p.first_position AND l.tx_id = p.first_tx_id;
+    SELECT l.leaf_index INTO last_leaf FROM ledger.log_leaves l WHERE l.position = p.last_position AND l.tx_id = p.last_tx_id;
+    EXECUTE format('SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
+        SELECT 1 FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id)) FROM ledger.%I e', p_partition)
+        INTO events, v_unsealed;
+    IF first_leaf IS NULL OR last_leaf IS NULL OR v_unsealed > 0 OR last_leaf - first_leaf + 1 <> events THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % holds % events, % of them not in the Merkle log, though the sealer has passed them (fault unsealed_event): it is not archived',
+            p_partition, events, v_unsealed
+            USING ERRCODE = 'data_corrupted', HINT = 'execledger verify --db names them';
+    END IF;
+    RETURN NEXT;
+END $$;
+
+
+--
+-- Name: FUNCTION events_archive_plan(p_partition text); Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON FUNCTION ledger.events_archive_plan(p_partition text) IS 'Whether a partition of ledger.events is closed, and the leaves it holds; raises the reason when it is not.';
+
+
 --
 -- Name: events_between(xid8, bigint, xid8, bigint, text[]); Type: FUNCTION; Schema: ledger; Owner: -
 --
@@ -1240,6 +1417,7 @@ DECLARE
     v_top numeric;
     v_default numeric;
     v_lo numeric;
+    v_hi numeric;
     v_name text;
     v_made int := 0;
 BEGIN
@@ -1248,17 +1426,22 @@ BEGIN
         SELECT max(p.to_tx_id::text::numeric) INTO v_top FROM ledger.event_partitions() p WHERE NOT p.is_default;
         EXIT WHEN v_top >= v_next + v_ahead * v_width;
         SELECT max(e.tx_id)::text::numeric INTO v_default FROM ledger.events_default e;
-        v_lo := greatest(v_top, coalesce(v_default + 1, 0));
+        -- No transaction below the oldest running one writes again:
+        -- a range that starts there leaves out only ids that are done.
+        v_lo := greatest(v_top, coalesce(v_default + 1, 0), pg_snapshot_xmin(pg_current_snapshot())::text::numeric);
+        -- Ranges end at multiples of the width, so the partitions a call
+        -- makes do not depend on the moment it runs within a width.
+        v_hi := (floor(v_lo / v_width) + 1) * v_width;
         v_name := 'events_' || v_lo::text;
         BEGIN
             EXECUTE format('CREATE TABLE ledger.%I (LIKE ledger.events INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS)', v_name);
             EXECUTE format('ALTER TABLE ledger.%I ADD CONSTRAINT %I CHECK (tx_id >= %L::xid8 AND tx_id < %L::xid8)',
-                           v_name, v_name || '_bound', v_lo::text, (v_lo + v_width)::text);
+                           v_name, v_name || '_bound', v_lo::text, v_hi::text);
             EXECUTE format('CREATE INDEX %I ON ledger.%I (stream, version)', v_name || '_stream_idx', v_name);
             EXECUTE format('CREATE UNIQUE INDEX %I ON ledger.%I (tx_id, position)', v_name || '_delivery_idx', v_name);
             EXECUTE format('REVOKE ALL ON ledger.%I FROM PUBLIC', v_name);
             EXECUTE format('ALTER TABLE ledger.events ATTACH PARTITION ledger.%I FOR VALUES FROM (%L) TO (%L)',
-                           v_name, v_lo::text, (v_lo + v_width)::text);
+                           v_name, v_lo::text, v_hi::text);
             EXECUTE format('ALTER TABLE ledger.%I DROP CONSTRAINT %I', v_name, v_name || '_bound');
         EXCEPTION WHEN lock_not_available THEN
             RETURN v_made;
@@ -2386,6 +2569,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_rebuild_begin: % is the Merkle log, which signed checkpoints commit to; it is never rebuilt', p_name
             USING ERRCODE = 'feature_not_supported', HINT = 'execledger verify --db checks it from the first leaf';
     END IF;
+    PERFORM ledger.refuse_archived_rebuild('ledger.projection_rebuild_begin', p_name);
     -- Shadow tables are unlogged (a rebuild writes each row twice, once
     -- there and once in the swap), and PostgreSQL empties unlogged tables
     -- when it recovers from a crash: a rebuild begun before the server
@@ -2644,6 +2828,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_verify: run it in a REPEATABLE READ transaction, so that the live tables and the log are read at one moment'
             USING ERRCODE = 'invalid_transaction_state';
     END IF;
+    PERFORM ledger.refuse_archived_rebuild('ledger.projection_verify', p_name);
     SELECT * INTO p FROM ledger.projections x WHERE x.name = p_name;
     IF NOT FOUND OR cardinality(p.tables) = 0 THEN
         RAISE EXCEPTION 'ledger.projection_verify: no SQL projection %', p_name USING ERRCODE = 'no_data_found';
@@ -2757,6 +2942,28 @@ CREATE FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events
     ORDER BY e.tx_id, e.position
     LIMIT max_events
 $$;
+
+
+--
+-- Name: refuse_archived_rebuild(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.refuse_archived_rebuild(p_caller text, p_projection text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    a record;
+BEGIN
+    SELECT x.partition_name, x.first_leaf, x.last_leaf, x.bundle_sha256, count(*) OVER () AS n INTO a
+    FROM ledger.event_archives x WHERE x.events > 0 ORDER BY x.first_leaf LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '%: projection % is rebuilt from the log''s first event, and % archived partitions of the log are no longer in the database, the first % (leaves % to %, bundle sha256 %)',
+            p_caller, p_projection, a.n, a.partition_name, a.first_leaf, a.last_leaf, a.bundle_sha256
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'the live read model keeps being applied from the newer events; to rebuild it, restore the archived partitions in a copy of the database (docs/scaling.md)';
+    END IF;
+END $$;
 
 
 --
@@ -3122,8 +3329,6 @@ CREATE FUNCTION ledger.skill_key_trusted(p_key_id text) RETURNS boolean
     SELECT EXISTS (SELECT 1 FROM ledger.skill_trust_keys k WHERE k.key_id = p_key_id AND k.revoked_at IS NULL)
 $$;
 
-
-SET default_table_access_method = heap;
 
 --
 -- Name: skills; Type: TABLE; Schema: ledger; Owner: -
@@ -4079,38 +4284,6 @@ CREATE TABLE ledger.checkpoints (
 --
 
 COMMENT ON TABLE ledger.checkpoints IS 'Merkle log: signed checkpoints (C2SP tlog-checkpoint notes), recorded also as checkpoint.signed on stream log.';
-
-
---
--- Name: event_archives; Type: TABLE; Schema: ledger; Owner: -
---
-
-CREATE TABLE ledger.event_archives (
-    id bigint NOT NULL,
-    partition_name text NOT NULL,
-    from_tx_id xid8 NOT NULL,
-    to_tx_id xid8 NOT NULL,
-    first_position bigint,
-    last_position bigint,
-    first_leaf bigint,
-    last_leaf bigint,
-    events bigint NOT NULL,
-    checkpoint_size bigint,
-    range_hashes bytea[],
-    bundle_sha256 text,
-    archived_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    archived_by text DEFAULT SESSION_USER NOT NULL,
-    CONSTRAINT event_archives_bundle_sha256_check CHECK ((bundle_sha256 ~ '^[0-9a-f]{64}$'::text)),
-    CONSTRAINT event_archives_events_check CHECK ((events >= 0)),
-    CONSTRAINT event_archives_leaves_check CHECK ((((events = 0) AND (first_leaf IS NULL) AND (last_leaf IS NULL) AND (checkpoint_size IS NULL) AND (range_hashes IS NULL) AND (bundle_sha256 IS NULL)) OR ((events > 0) AND (first_leaf >= 0) AND (((last_leaf - first_leaf) + 1) = events) AND (checkpoint_size > last_leaf) AND (range_hashes IS NOT NULL) AND (bundle_sha256 IS NOT NULL) AND (first_position IS NOT NULL) AND (last_position IS NOT NULL))))
-);
-
-
---
--- Name: TABLE event_archives; Type: COMMENT; Schema: ledger; Owner: -
---
-
-COMMENT ON TABLE ledger.event_archives IS 'Detached partitions of ledger.events: their leaves, the checkpoint their bundle was proved against, the bundle''s SHA-256.';
 
 
 --
@@ -6180,6 +6353,31 @@ GRANT ALL ON FUNCTION ledger.event_partitions() TO ledger_admin;
 
 
 --
+-- Name: TABLE event_archives; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.event_archives TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.event_archives TO ledger_executor;
+GRANT SELECT ON TABLE ledger.event_archives TO ledger_admin;
+
+
+--
+-- Name: FUNCTION events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION events_archive_plan(p_partition text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.events_archive_plan(p_partition text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.events_archive_plan(p_partition text) TO ledger_admin;
+
+
+--
 -- Name: FUNCTION events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[]); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -6523,6 +6721,13 @@ GRANT ALL ON FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_
 
 
 --
+-- Name: FUNCTION refuse_archived_rebuild(p_caller text, p_projection text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.refuse_archived_rebuild(p_caller text, p_projection text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION refuse_change(); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -6798,15 +7003,6 @@ GRANT SELECT ON TABLE ledger.checkpoint_cosignatures TO ledger_admin;
 GRANT SELECT ON TABLE ledger.checkpoints TO ledger_executor;
 GRANT SELECT ON TABLE ledger.checkpoints TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.checkpoints TO ledger_admin;
-
-
---
--- Name: TABLE event_archives; Type: ACL; Schema: ledger; Owner: -
---
-
-GRANT SELECT ON TABLE ledger.event_archives TO ledger_auditor;
-GRANT SELECT ON TABLE ledger.event_archives TO ledger_executor;
-GRANT SELECT ON TABLE ledger.event_archives TO ledger_admin;
 
 
 --

@@ -36,7 +36,8 @@ GRANT EXECUTE ON FUNCTION ledger.event_partitions() TO ledger_admin;
 
 -- events_partition_ahead creates the range partitions that will be
 -- needed next: until the newest ends at least ledger.event_partitioning's
--- `ahead` widths above the next transaction id. It returns how many it
+-- `ahead` widths above the next transaction id. Ranges end at multiples of
+-- the width. It returns how many it
 -- created. A new range starts where the newest ends, or above the default
 -- partition's newest row if appends have outrun it (those rows stay in the
 -- default partition, which takes anything no range covers: appends never
@@ -60,6 +61,7 @@ DECLARE
     v_top numeric;
     v_default numeric;
     v_lo numeric;
+    v_hi numeric;
     v_name text;
     v_made int := 0;
 BEGIN
@@ -71,16 +73,19 @@ BEGIN
         -- No transaction below the oldest running one writes again:
         -- a range that starts there leaves out only ids that are done.
         v_lo := greatest(v_top, coalesce(v_default + 1, 0), pg_snapshot_xmin(pg_current_snapshot())::text::numeric);
+        -- Ranges end at multiples of the width, so the partitions a call
+        -- makes do not depend on the moment it runs within a width.
+        v_hi := (floor(v_lo / v_width) + 1) * v_width;
         v_name := 'events_' || v_lo::text;
         BEGIN
             EXECUTE format('CREATE TABLE ledger.%I (LIKE ledger.events INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS)', v_name);
             EXECUTE format('ALTER TABLE ledger.%I ADD CONSTRAINT %I CHECK (tx_id >= %L::xid8 AND tx_id < %L::xid8)',
-                           v_name, v_name || '_bound', v_lo::text, (v_lo + v_width)::text);
+                           v_name, v_name || '_bound', v_lo::text, v_hi::text);
             EXECUTE format('CREATE INDEX %I ON ledger.%I (stream, version)', v_name || '_stream_idx', v_name);
             EXECUTE format('CREATE UNIQUE INDEX %I ON ledger.%I (tx_id, position)', v_name || '_delivery_idx', v_name);
             EXECUTE format('REVOKE ALL ON ledger.%I FROM PUBLIC', v_name);
             EXECUTE format('ALTER TABLE ledger.events ATTACH PARTITION ledger.%I FOR VALUES FROM (%L) TO (%L)',
-                           v_name, v_lo::text, (v_lo + v_width)::text);
+                           v_name, v_lo::text, v_hi::text);
             EXECUTE format('ALTER TABLE ledger.%I DROP CONSTRAINT %I', v_name, v_name || '_bound');
         EXCEPTION WHEN lock_not_available THEN
             RETURN v_made;
