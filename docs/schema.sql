@@ -1313,7 +1313,7 @@ BEGIN
     SELECT * INTO p FROM ledger.event_partitions() x WHERE x.name = p_partition;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'ledger.events_archive_plan: % is not a partition of ledger.events', coalesce(p_partition, 'NULL')
-            USING ERRCODE = 'undefined_table', HINT = 'execledger archive --list lists them';
+            USING ERRCODE = 'no_data_found', HINT = 'execledger archive --list lists them';
     END IF;
     IF p.is_default THEN
         RAISE EXCEPTION 'ledger.events_archive_plan: % is the default partition, which no range of transactions bounds; it is never archived', p_partition
@@ -1358,7 +1358,7 @@ BEGIN
     IF first_leaf IS NULL OR last_leaf IS NULL OR v_unsealed > 0 OR last_leaf - first_leaf + 1 <> events THEN
         RAISE EXCEPTION 'ledger.events_archive_plan: % holds % events, % of them not in the Merkle log, though the sealer has passed them (fault unsealed_event): it is not archived',
             p_partition, events, v_unsealed
-            USING ERRCODE = 'data_corrupted', HINT = 'execledger verify --db names them';
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'execledger verify --db names them';
     END IF;
     RETURN NEXT;
 END $$;
@@ -3012,6 +3012,23 @@ CREATE FUNCTION ledger.register_waiter(executor text) RETURNS void
                              WHERE x.executor = register_waiter.executor FOR UPDATE SKIP LOCKED);
     INSERT INTO ledger.queue_waiters (executor) VALUES (register_waiter.executor);
 $$;
+
+
+--
+-- Name: retreat_stream_heads(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.retreat_stream_heads() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE ledger.stream_heads h SET version = m.v, prior = m.v
+    FROM (SELECT o.stream, (SELECT max(e.version) FROM ledger.events e WHERE e.stream = o.stream) AS v
+          FROM (SELECT DISTINCT d.stream FROM old_events d) o) m
+    WHERE h.stream = m.stream AND m.v < h.version;
+    RETURN NULL;
+END $$;
 
 
 --
@@ -5874,6 +5891,15 @@ ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_update;
 
 
 --
+-- Name: events events_retreat_stream_heads; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER events_retreat_stream_heads AFTER DELETE ON ledger.events REFERENCING OLD TABLE AS old_events FOR EACH STATEMENT EXECUTE FUNCTION ledger.retreat_stream_heads();
+
+ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_retreat_stream_heads;
+
+
+--
 -- Name: log_faults log_faults_append_only; Type: TRIGGER; Schema: ledger; Owner: -
 --
 
@@ -6747,6 +6773,13 @@ REVOKE ALL ON FUNCTION ledger.refuse_log_change() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION ledger.register_waiter(executor text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.register_waiter(executor text) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION retreat_stream_heads(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.retreat_stream_heads() FROM PUBLIC;
 
 
 --

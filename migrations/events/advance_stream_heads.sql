@@ -52,3 +52,27 @@ REVOKE ALL ON FUNCTION ledger.advance_stream_heads() FROM PUBLIC;
 CREATE OR REPLACE TRIGGER events_advance_stream_heads AFTER INSERT ON ledger.events REFERENCING NEW TABLE AS new_events FOR EACH STATEMENT EXECUTE FUNCTION ledger.advance_stream_heads();
 
 ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_advance_stream_heads;
+
+-- A row removed by hand (an operator deleting a forged event with the
+-- append-only trigger disabled, docs/operations.md) takes its version
+-- back: each stream it touched gets its newest remaining version as its
+-- head, so that the version can be appended again. A stream with no
+-- event left in the database (its others archived) keeps its head.
+
+CREATE OR REPLACE FUNCTION ledger.retreat_stream_heads() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE ledger.stream_heads h SET version = m.v, prior = m.v
+    FROM (SELECT o.stream, (SELECT max(e.version) FROM ledger.events e WHERE e.stream = o.stream) AS v
+          FROM (SELECT DISTINCT d.stream FROM old_events d) o) m
+    WHERE h.stream = m.stream AND m.v < h.version;
+    RETURN NULL;
+END $$;
+
+REVOKE ALL ON FUNCTION ledger.retreat_stream_heads() FROM PUBLIC;
+
+CREATE OR REPLACE TRIGGER events_retreat_stream_heads AFTER DELETE ON ledger.events REFERENCING OLD TABLE AS old_events FOR EACH STATEMENT EXECUTE FUNCTION ledger.retreat_stream_heads();
+
+ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_retreat_stream_heads;

@@ -29,7 +29,7 @@ BEGIN
     SELECT * INTO p FROM ledger.event_partitions() x WHERE x.name = p_partition;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'ledger.events_archive_plan: % is not a partition of ledger.events', coalesce(p_partition, 'NULL')
-            USING ERRCODE = 'undefined_table', HINT = 'execledger archive --list lists them';
+            USING ERRCODE = 'no_data_found', HINT = 'execledger archive --list lists them';
     END IF;
     IF p.is_default THEN
         RAISE EXCEPTION 'ledger.events_archive_plan: % is the default partition, which no range of transactions bounds; it is never archived', p_partition
@@ -74,7 +74,7 @@ BEGIN
     IF first_leaf IS NULL OR last_leaf IS NULL OR v_unsealed > 0 OR last_leaf - first_leaf + 1 <> events THEN
         RAISE EXCEPTION 'ledger.events_archive_plan: % holds % events, % of them not in the Merkle log, though the sealer has passed them (fault unsealed_event): it is not archived',
             p_partition, events, v_unsealed
-            USING ERRCODE = 'data_corrupted', HINT = 'execledger verify --db names them';
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'execledger verify --db names them';
     END IF;
     RETURN NEXT;
 END $$;
