@@ -4,15 +4,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
 	"github.com/execledger/execledger/internal/bundle"
+	"github.com/execledger/execledger/internal/contract"
 	"github.com/execledger/execledger/internal/export"
 	"github.com/execledger/execledger/ledger"
 )
@@ -90,7 +93,11 @@ func runArchive(ctx context.Context, e *env, f archiveFlags) error {
 		}
 	}
 	plan, err := export.PlanArchive(ctx, pool, name)
-	if err != nil {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == contract.SQLStateInsufficientPriv {
+		return fail(exitError, "%v", err)
+	}
+	if err != nil { // not closed, or no such partition: the reason is the error's
 		return fail(exitNotOK, "%v", err)
 	}
 	w := e.io.out

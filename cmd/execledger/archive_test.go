@@ -73,7 +73,7 @@ WHERE pg_current_xact_id() >= from_tx_id AND pg_current_xact_id() < to_tx_id`).S
 		t.Fatalf("archive of %s, the range of a running transaction: %+v", running, r)
 	}
 	r = execute(t, x.auditor, "", append([]string{"archive", "--partition", oldest, "--out", out}, keys...)...)
-	if r.code == exitOK || !strings.Contains(r.stderr, "permission denied") {
+	if r.code != exitError || !strings.Contains(r.stderr, "permission denied") || !strings.Contains(r.stderr, "needs ledger_admin") {
 		t.Fatalf("an auditor's archive: %+v", r)
 	}
 	// Once every projection has read past it, the oldest partition with
