@@ -128,6 +128,49 @@ CREATE TYPE ledger.skill_result AS (
 
 
 --
+-- Name: advance_stream_heads(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.advance_stream_heads() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_want int;
+    v_moved int;
+    v_bad record;
+BEGIN
+    WITH batch AS MATERIALIZED (
+        SELECT n.stream, min(n.version) AS lo, max(n.version) AS hi, count(*) AS cnt, count(DISTINCT n.version) AS dcnt
+        FROM new_events n GROUP BY n.stream
+    ), moved AS (
+        INSERT INTO ledger.stream_heads AS h (stream, version, prior)
+        SELECT b.stream, b.hi, b.lo - 1 FROM batch b
+        WHERE b.cnt = b.dcnt AND b.hi - b.lo + 1 = b.cnt
+        ORDER BY b.stream
+        ON CONFLICT (stream) DO UPDATE SET version = excluded.version, prior = excluded.prior
+        WHERE h.version <= excluded.prior
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM batch), (SELECT count(*) FROM moved) INTO v_want, v_moved;
+    IF v_moved = v_want THEN
+        RETURN NULL;
+    END IF;
+    SELECT b.stream, b.lo, h.version AS head INTO v_bad
+    FROM (SELECT n.stream, min(n.version) AS lo FROM new_events n GROUP BY n.stream) b
+    LEFT JOIN ledger.stream_heads h ON h.stream = b.stream
+    WHERE h.version IS NULL OR h.version >= b.lo OR h.prior <> b.lo - 1
+    ORDER BY b.stream
+    LIMIT 1;
+    -- The detail is the unique index's own, which ledger.appendError reads.
+    RAISE EXCEPTION 'duplicate key value violates unique constraint "events_pkey"'
+        USING ERRCODE = 'unique_violation', CONSTRAINT = 'events_pkey', TABLE = 'events', SCHEMA = 'ledger',
+              DETAIL = format('Key (stream, version)=(%s, %s) already exists.', coalesce(v_bad.stream, '?'), coalesce(v_bad.lo::text, '?')),
+              HINT = 'a stream''s versions are appended once each, consecutively, above its head (ledger.stream_heads)';
+END $$;
+
+
+--
 -- Name: append_events(text[], bigint[], text[], text[], text[]); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -1163,6 +1206,218 @@ END $$;
 
 
 --
+-- Name: event_partitions(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.event_partitions() RETURNS TABLE(name text, from_tx_id xid8, to_tx_id xid8, is_default boolean, first_tx_id xid8, first_position bigint, last_tx_id xid8, last_position bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    p record;
+BEGIN
+    FOR p IN
+        SELECT c.relname::text AS relname, pg_get_expr(c.relpartbound, c.oid) AS bound
+        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = 'ledger.events'::regclass
+    LOOP
+        name := p.relname;
+        is_default := p.bound = 'DEFAULT';
+        from_tx_id := (regexp_match(p.bound, 'FROM \(''(\d+)''\)'))[1]::xid8;
+        to_tx_id := (regexp_match(p.bound, 'TO \(''(\d+)''\)'))[1]::xid8;
+        EXECUTE format('SELECT e.tx_id, e.position FROM ledger.%I e ORDER BY e.tx_id, e.position LIMIT 1', p.relname)
+            INTO first_tx_id, first_position;
+        EXECUTE format('SELECT e.tx_id, e.position FROM ledger.%I e ORDER BY e.tx_id DESC, e.position DESC LIMIT 1', p.relname)
+            INTO last_tx_id, last_position;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+
+--
+-- Name: FUNCTION event_partitions(); Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON FUNCTION ledger.event_partitions() IS 'The partitions of ledger.events: tx_id bounds (NULL: unbounded), first and last event in delivery order.';
+
+
+SET default_table_access_method = heap;
+
+--
+-- Name: event_archives; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.event_archives (
+    id bigint NOT NULL,
+    partition_name text NOT NULL,
+    from_tx_id xid8 NOT NULL,
+    to_tx_id xid8 NOT NULL,
+    first_position bigint,
+    last_position bigint,
+    first_leaf bigint,
+    last_leaf bigint,
+    events bigint NOT NULL,
+    checkpoint_size bigint,
+    range_hashes bytea[],
+    bundle_sha256 text,
+    archived_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    archived_by text DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT event_archives_bundle_sha256_check CHECK ((bundle_sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT event_archives_events_check CHECK ((events >= 0)),
+    CONSTRAINT event_archives_leaves_check CHECK ((((events = 0) AND (first_leaf IS NULL) AND (last_leaf IS NULL) AND (checkpoint_size IS NULL) AND (range_hashes IS NULL) AND (bundle_sha256 IS NULL)) OR ((events > 0) AND (first_leaf >= 0) AND (((last_leaf - first_leaf) + 1) = events) AND (checkpoint_size > last_leaf) AND (range_hashes IS NOT NULL) AND (bundle_sha256 IS NOT NULL) AND (first_position IS NOT NULL) AND (last_position IS NOT NULL))))
+);
+
+
+--
+-- Name: TABLE event_archives; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.event_archives IS 'Detached partitions of ledger.events: their leaves, the checkpoint their bundle was proved against, the bundle''s SHA-256.';
+
+
+--
+-- Name: events_archive_detach(text, bigint, bytea[], text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text) RETURNS SETOF ledger.event_archives
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    a record;
+    v_begin bigint;
+    v_end bigint;
+    v_level int;
+    v_node bytea;
+    i int := 0;
+    r ledger.event_archives;
+BEGIN
+    SELECT * INTO a FROM ledger.events_archive_plan(p_partition);
+    IF a.events > 0 THEN
+        IF p_checkpoint_size IS NULL OR p_checkpoint_size <= a.last_leaf
+           OR NOT EXISTS (SELECT 1 FROM ledger.checkpoints c WHERE c.size = p_checkpoint_size) THEN
+            RAISE EXCEPTION 'ledger.events_archive_detach: % has leaves % to %; checkpoint % is not one of the log''s that covers them',
+                p_partition, a.first_leaf, a.last_leaf, coalesce(p_checkpoint_size::text, 'NULL')
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        v_begin := a.first_leaf;
+        v_end := a.last_leaf + 1;
+        WHILE v_begin < v_end LOOP
+            v_level := 0;
+            WHILE v_level < 62 AND v_begin % (2::bigint << v_level) = 0 AND v_begin + (2::bigint << v_level) <= v_end LOOP
+                v_level := v_level + 1;
+            END LOOP;
+            i := i + 1;
+            SELECT n.hash INTO v_node FROM ledger.log_nodes n WHERE n.level = v_level AND n.idx = v_begin >> v_level;
+            IF v_node IS NULL OR i > coalesce(cardinality(p_range_hashes), 0) OR p_range_hashes[i] IS DISTINCT FROM v_node THEN
+                RAISE EXCEPTION 'ledger.events_archive_detach: the range hashes of leaves % to % are not the tree''s (node % at level %)',
+                    a.first_leaf, a.last_leaf, v_begin >> v_level, v_level
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            v_begin := v_begin + (1::bigint << v_level);
+        END LOOP;
+        IF i <> cardinality(p_range_hashes) THEN
+            RAISE EXCEPTION 'ledger.events_archive_detach: % range hashes for leaves % to %, which have %', cardinality(p_range_hashes), a.first_leaf, a.last_leaf, i
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    ELSIF p_checkpoint_size IS NOT NULL OR p_range_hashes IS NOT NULL OR p_bundle_sha256 IS NOT NULL THEN
+        RAISE EXCEPTION 'ledger.events_archive_detach: % holds no event: it is detached with no bundle', p_partition
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO ledger.event_archives (partition_name, from_tx_id, to_tx_id, first_position, last_position, first_leaf, last_leaf,
+                                       events, checkpoint_size, range_hashes, bundle_sha256)
+    VALUES (p_partition, coalesce(a.from_tx_id, '0'), a.to_tx_id, a.first_position, a.last_position, a.first_leaf, a.last_leaf,
+            a.events, p_checkpoint_size, p_range_hashes, p_bundle_sha256)
+    RETURNING * INTO r;
+    EXECUTE format('ALTER TABLE ledger.events DETACH PARTITION ledger.%I', p_partition);
+    RETURN NEXT r;
+END $$;
+
+
+--
+-- Name: FUNCTION events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text); Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON FUNCTION ledger.events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text) IS 'Records the archive of a closed partition of ledger.events (ledger.event_archives) and detaches it.';
+
+
+--
+-- Name: events_archive_plan(text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.events_archive_plan(p_partition text) RETURNS TABLE(partition_name text, from_tx_id xid8, to_tx_id xid8, first_position bigint, last_position bigint, first_leaf bigint, last_leaf bigint, events bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    p record;
+    v_xmin xid8 := pg_snapshot_xmin(pg_current_snapshot());
+    v_proj record;
+    v_unsealed bigint;
+BEGIN
+    SELECT * INTO p FROM ledger.event_partitions() x WHERE x.name = p_partition;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % is not a partition of ledger.events', coalesce(p_partition, 'NULL')
+            USING ERRCODE = 'no_data_found', HINT = 'execledger archive --list lists them';
+    END IF;
+    IF p.is_default THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % is the default partition, which no range of transactions bounds; it is never archived', p_partition
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF p.to_tx_id > v_xmin THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % is not closed: transactions up to % may still write into it (the oldest running transaction is %)',
+            p_partition, p.to_tx_id, v_xmin
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'archive it once the transaction ids in use have passed its range';
+    END IF;
+    partition_name := p_partition;
+    from_tx_id := p.from_tx_id;
+    to_tx_id := p.to_tx_id;
+    events := 0;
+    IF p.first_tx_id IS NULL THEN
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    SELECT x.name, x.mode, x.tx_id, x.position, x.rebuild_tx_id, x.rebuild_position INTO v_proj
+    FROM ledger.projections x
+    WHERE x.mode IN ('async', 'sealer')
+      AND ((x.tx_id, x.position) < (p.last_tx_id, p.last_position)
+           OR x.rebuild_tx_id IS NOT NULL AND (x.rebuild_tx_id, x.rebuild_position) < (p.last_tx_id, p.last_position))
+    ORDER BY x.name
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % is not closed: % has not read past its last event (transaction %, position %)',
+            p_partition,
+            CASE WHEN v_proj.mode = 'sealer' THEN 'the Merkle log''s sealer (projection ' || v_proj.name || ')'
+                 WHEN v_proj.rebuild_tx_id IS NOT NULL THEN 'the rebuild of projection ' || v_proj.name
+                 ELSE 'projection ' || v_proj.name END,
+            p.last_tx_id, p.last_position
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'execledger projector status shows how far each has read';
+    END IF;
+    first_position := p.first_position;
+    last_position := p.last_position;
+    SELECT l.leaf_index INTO first_leaf FROM ledger.log_leaves l WHERE l.position = p.first_position AND l.tx_id = p.first_tx_id;
+    SELECT l.leaf_index INTO last_leaf FROM ledger.log_leaves l WHERE l.position = p.last_position AND l.tx_id = p.last_tx_id;
+    EXECUTE format('SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
+        SELECT 1 FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id)) FROM ledger.%I e', p_partition)
+        INTO events, v_unsealed;
+    IF first_leaf IS NULL OR last_leaf IS NULL OR v_unsealed > 0 OR last_leaf - first_leaf + 1 <> events THEN
+        RAISE EXCEPTION 'ledger.events_archive_plan: % holds % events, % of them not in the Merkle log, though the sealer has passed them (fault unsealed_event): it is not archived',
+            p_partition, events, v_unsealed
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'execledger verify --db names them';
+    END IF;
+    RETURN NEXT;
+END $$;
+
+
+--
+-- Name: FUNCTION events_archive_plan(p_partition text); Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON FUNCTION ledger.events_archive_plan(p_partition text) IS 'Whether a partition of ledger.events is closed, and the leaves it holds; raises the reason when it is not.';
+
+
+--
 -- Name: events_between(xid8, bigint, xid8, bigint, text[]); Type: FUNCTION; Schema: ledger; Owner: -
 --
 
@@ -1190,6 +1445,64 @@ CREATE FUNCTION ledger.events_in_tx(p_tx xid8, p_from_pos bigint, p_to_pos bigin
     FROM ledger.events e
     WHERE e.tx_id = p_tx AND e.position > p_from_pos AND e.position <= p_to_pos AND e.type = ANY(p_types)
 $$;
+
+
+--
+-- Name: events_partition_ahead(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.events_partition_ahead() RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '2s'
+    AS $$
+DECLARE
+    v_width numeric;
+    v_ahead int;
+    v_next numeric := pg_snapshot_xmax(pg_current_snapshot())::text::numeric;
+    v_top numeric;
+    v_default numeric;
+    v_lo numeric;
+    v_hi numeric;
+    v_name text;
+    v_made int := 0;
+BEGIN
+    SELECT s.width, s.ahead INTO v_width, v_ahead FROM ledger.event_partitioning s;
+    LOOP
+        SELECT max(p.to_tx_id::text::numeric) INTO v_top FROM ledger.event_partitions() p WHERE NOT p.is_default;
+        EXIT WHEN v_top >= v_next + v_ahead * v_width;
+        SELECT max(e.tx_id)::text::numeric INTO v_default FROM ledger.events_default e;
+        -- No transaction below the oldest running one writes again:
+        -- a range that starts there leaves out only ids that are done.
+        v_lo := greatest(v_top, coalesce(v_default + 1, 0), pg_snapshot_xmin(pg_current_snapshot())::text::numeric);
+        -- Ranges end at multiples of the width, so the partitions a call
+        -- makes do not depend on the moment it runs within a width.
+        v_hi := (floor(v_lo / v_width) + 1) * v_width;
+        v_name := 'events_' || v_lo::text;
+        BEGIN
+            EXECUTE format('CREATE TABLE ledger.%I (LIKE ledger.events INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS)', v_name);
+            EXECUTE format('ALTER TABLE ledger.%I ADD CONSTRAINT %I CHECK (tx_id >= %L::xid8 AND tx_id < %L::xid8)',
+                           v_name, v_name || '_bound', v_lo::text, v_hi::text);
+            EXECUTE format('CREATE INDEX %I ON ledger.%I (stream, version)', v_name || '_stream_idx', v_name);
+            EXECUTE format('CREATE UNIQUE INDEX %I ON ledger.%I (tx_id, position)', v_name || '_delivery_idx', v_name);
+            EXECUTE format('REVOKE ALL ON ledger.%I FROM PUBLIC', v_name);
+            EXECUTE format('ALTER TABLE ledger.events ATTACH PARTITION ledger.%I FOR VALUES FROM (%L) TO (%L)',
+                           v_name, v_lo::text, v_hi::text);
+            EXECUTE format('ALTER TABLE ledger.%I DROP CONSTRAINT %I', v_name, v_name || '_bound');
+        EXCEPTION WHEN lock_not_available THEN
+            RETURN v_made;
+        END;
+        v_made := v_made + 1;
+    END LOOP;
+    RETURN v_made;
+END $$;
+
+
+--
+-- Name: FUNCTION events_partition_ahead(); Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON FUNCTION ledger.events_partition_ahead() IS 'Creates the range partitions of ledger.events needed next (ledger.event_partitioning); returns how many.';
 
 
 --
@@ -2362,6 +2675,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_rebuild_begin: % is the Merkle log, which signed checkpoints commit to; it is never rebuilt', p_name
             USING ERRCODE = 'feature_not_supported', HINT = 'execledger verify --db checks it from the first leaf';
     END IF;
+    PERFORM ledger.refuse_archived_rebuild('ledger.projection_rebuild_begin', p_name);
     -- Shadow tables are unlogged (a rebuild writes each row twice, once
     -- there and once in the swap), and PostgreSQL empties unlogged tables
     -- when it recovers from a crash: a rebuild begun before the server
@@ -2696,6 +3010,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_verify: run it in a REPEATABLE READ transaction, so that the live tables and the log are read at one moment'
             USING ERRCODE = 'invalid_transaction_state';
     END IF;
+    PERFORM ledger.refuse_archived_rebuild('ledger.projection_verify', p_name);
     SELECT * INTO p FROM ledger.projections x WHERE x.name = p_name;
     IF NOT FOUND OR cardinality(p.tables) = 0 THEN
         RAISE EXCEPTION 'ledger.projection_verify: no SQL projection %', p_name USING ERRCODE = 'no_data_found';
@@ -2746,8 +3061,6 @@ BEGIN
 END $_$;
 
 
-SET default_table_access_method = heap;
-
 --
 -- Name: events; Type: TABLE; Schema: ledger; Owner: -
 --
@@ -2767,21 +3080,22 @@ CREATE TABLE ledger.events (
     CONSTRAINT events_stream_check CHECK (((stream ~ '^[a-z][a-z_]*(:[^[:cntrl:]]+)?$'::text) AND (octet_length(stream) <= 300))),
     CONSTRAINT events_type_check CHECK ((type ~ '^[a-z][a-z_]*(\.[a-z][a-z_]*)+$'::text)),
     CONSTRAINT events_version_check CHECK ((version >= 1))
-);
+)
+PARTITION BY RANGE (tx_id);
 
 
 --
 -- Name: TABLE events; Type: COMMENT; Schema: ledger; Owner: -
 --
 
-COMMENT ON TABLE ledger.events IS 'The immutable event log: the truth every read model is built from.';
+COMMENT ON TABLE ledger.events IS 'The immutable event log: the truth every read model is built from. Partitioned by range of tx_id (ledger.event_partitions).';
 
 
 --
 -- Name: COLUMN events.tx_id; Type: COMMENT; Schema: ledger; Owner: -
 --
 
-COMMENT ON COLUMN ledger.events.tx_id IS 'Writing transaction; (tx_id, position) is the gapless delivery order.';
+COMMENT ON COLUMN ledger.events.tx_id IS 'Writing transaction; (tx_id, position) is the gapless delivery order, and the partition key.';
 
 
 --
@@ -2803,12 +3117,35 @@ CREATE FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_events
     FROM ledger.events e
     LEFT JOIN (SELECT p.tx_id AS c_tx, p.position AS c_pos FROM ledger.projections p WHERE p.name = 'log') c ON true
     WHERE (e.tx_id, e.position) > (after_tx, after_position)
+      AND e.tx_id >= after_tx
       AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
       AND (c.c_tx IS NULL OR (e.tx_id, e.position) > (c.c_tx, c.c_pos)
            OR EXISTS (SELECT 1 FROM ledger.log_leaves l WHERE l.position = e.position AND l.tx_id = e.tx_id))
     ORDER BY e.tx_id, e.position
     LIMIT max_events
 $$;
+
+
+--
+-- Name: refuse_archived_rebuild(text, text); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.refuse_archived_rebuild(p_caller text, p_projection text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    a record;
+BEGIN
+    SELECT x.partition_name, x.first_leaf, x.last_leaf, x.bundle_sha256, count(*) OVER () AS n INTO a
+    FROM ledger.event_archives x WHERE x.events > 0 ORDER BY x.first_leaf LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '%: projection % is rebuilt from the log''s first event, and % archived partitions of the log are no longer in the database, the first % (leaves % to %, bundle sha256 %)',
+            p_caller, p_projection, a.n, a.partition_name, a.first_leaf, a.last_leaf, a.bundle_sha256
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'the live read model keeps being applied from the newer events; to rebuild it, restore the archived partitions in a copy of the database (docs/scaling.md)';
+    END IF;
+END $$;
 
 
 --
@@ -2857,6 +3194,23 @@ CREATE FUNCTION ledger.register_waiter(executor text) RETURNS void
                              WHERE x.executor = register_waiter.executor FOR UPDATE SKIP LOCKED);
     INSERT INTO ledger.queue_waiters (executor) VALUES (register_waiter.executor);
 $$;
+
+
+--
+-- Name: retreat_stream_heads(); Type: FUNCTION; Schema: ledger; Owner: -
+--
+
+CREATE FUNCTION ledger.retreat_stream_heads() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE ledger.stream_heads h SET version = m.v, prior = m.v
+    FROM (SELECT o.stream, (SELECT max(e.version) FROM ledger.events e WHERE e.stream = o.stream) AS v
+          FROM (SELECT DISTINCT d.stream FROM old_events d) o) m
+    WHERE h.stream = m.stream AND m.v < h.version;
+    RETURN NULL;
+END $$;
 
 
 --
@@ -4157,16 +4511,187 @@ COMMENT ON TABLE ledger.checkpoints IS 'Merkle log: signed checkpoints (C2SP tlo
 
 
 --
--- Name: events_position_seq; Type: SEQUENCE; Schema: ledger; Owner: -
+-- Name: event_archives_id_seq; Type: SEQUENCE; Schema: ledger; Owner: -
 --
 
-ALTER TABLE ledger.events ALTER COLUMN "position" ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME ledger.events_position_seq
+ALTER TABLE ledger.event_archives ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME ledger.event_archives_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+
+--
+-- Name: event_partitioning; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.event_partitioning (
+    one boolean DEFAULT true NOT NULL,
+    width bigint DEFAULT 100000000 NOT NULL,
+    ahead integer DEFAULT 2 NOT NULL,
+    CONSTRAINT event_partitioning_ahead_check CHECK (((ahead >= 1) AND (ahead <= 100))),
+    CONSTRAINT event_partitioning_one_check CHECK (one),
+    CONSTRAINT event_partitioning_width_check CHECK ((width >= 1))
+);
+
+
+--
+-- Name: TABLE event_partitioning; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.event_partitioning IS 'The width (in transaction ids) of a range partition of ledger.events, and how many are created ahead.';
+
+
+--
+-- Name: events_0; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.events_0 (
+    "position" bigint DEFAULT NULL NOT NULL,
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    stream text NOT NULL,
+    version bigint NOT NULL,
+    type text NOT NULL,
+    payload json NOT NULL,
+    metadata json DEFAULT '{}'::json NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    hash bytea GENERATED ALWAYS AS (ledger.event_hash(stream, version, type, payload, metadata, recorded_at)) STORED NOT NULL,
+    CONSTRAINT events_metadata_object CHECK ((json_typeof(metadata) = 'object'::text)),
+    CONSTRAINT events_payload_object CHECK ((json_typeof(payload) = 'object'::text)),
+    CONSTRAINT events_stream_check CHECK (((stream ~ '^[a-z][a-z_]*(:[^[:cntrl:]]+)?$'::text) AND (octet_length(stream) <= 300))),
+    CONSTRAINT events_type_check CHECK ((type ~ '^[a-z][a-z_]*(\.[a-z][a-z_]*)+$'::text)),
+    CONSTRAINT events_version_check CHECK ((version >= 1))
+);
+
+
+--
+-- Name: TABLE events_0; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.events_0 IS 'The immutable event log: the truth every read model is built from.';
+
+
+--
+-- Name: COLUMN events_0.tx_id; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.events_0.tx_id IS 'Writing transaction; (tx_id, position) is the gapless delivery order.';
+
+
+--
+-- Name: COLUMN events_0.hash; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON COLUMN ledger.events_0.hash IS 'ledger.event_hash over the exact stored bytes.';
+
+
+--
+-- Name: events_position_seq; Type: SEQUENCE; Schema: ledger; Owner: -
+--
+
+CREATE SEQUENCE ledger.events_position_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: events_position_seq; Type: SEQUENCE OWNED BY; Schema: ledger; Owner: -
+--
+
+ALTER SEQUENCE ledger.events_position_seq OWNED BY ledger.events."position";
+
+
+--
+-- Name: events_XID; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.events_XID (
+    "position" bigint DEFAULT nextval('ledger.events_position_seq'::regclass) NOT NULL,
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    stream text NOT NULL,
+    version bigint NOT NULL,
+    type text NOT NULL,
+    payload json NOT NULL,
+    metadata json DEFAULT '{}'::json NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    hash bytea GENERATED ALWAYS AS (ledger.event_hash(stream, version, type, payload, metadata, recorded_at)) STORED NOT NULL,
+    CONSTRAINT events_metadata_object CHECK ((json_typeof(metadata) = 'object'::text)),
+    CONSTRAINT events_payload_object CHECK ((json_typeof(payload) = 'object'::text)),
+    CONSTRAINT events_stream_check CHECK (((stream ~ '^[a-z][a-z_]*(:[^[:cntrl:]]+)?$'::text) AND (octet_length(stream) <= 300))),
+    CONSTRAINT events_type_check CHECK ((type ~ '^[a-z][a-z_]*(\.[a-z][a-z_]*)+$'::text)),
+    CONSTRAINT events_version_check CHECK ((version >= 1))
+);
+
+
+--
+-- Name: events_XID; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.events_XID (
+    "position" bigint DEFAULT nextval('ledger.events_position_seq'::regclass) NOT NULL,
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    stream text NOT NULL,
+    version bigint NOT NULL,
+    type text NOT NULL,
+    payload json NOT NULL,
+    metadata json DEFAULT '{}'::json NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    hash bytea GENERATED ALWAYS AS (ledger.event_hash(stream, version, type, payload, metadata, recorded_at)) STORED NOT NULL,
+    CONSTRAINT events_metadata_object CHECK ((json_typeof(metadata) = 'object'::text)),
+    CONSTRAINT events_payload_object CHECK ((json_typeof(payload) = 'object'::text)),
+    CONSTRAINT events_stream_check CHECK (((stream ~ '^[a-z][a-z_]*(:[^[:cntrl:]]+)?$'::text) AND (octet_length(stream) <= 300))),
+    CONSTRAINT events_type_check CHECK ((type ~ '^[a-z][a-z_]*(\.[a-z][a-z_]*)+$'::text)),
+    CONSTRAINT events_version_check CHECK ((version >= 1))
+);
+
+
+--
+-- Name: events_XID; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.events_XID (
+    "position" bigint DEFAULT nextval('ledger.events_position_seq'::regclass) NOT NULL,
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    stream text NOT NULL,
+    version bigint NOT NULL,
+    type text NOT NULL,
+    payload json NOT NULL,
+    metadata json DEFAULT '{}'::json NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    hash bytea GENERATED ALWAYS AS (ledger.event_hash(stream, version, type, payload, metadata, recorded_at)) STORED NOT NULL,
+    CONSTRAINT events_metadata_object CHECK ((json_typeof(metadata) = 'object'::text)),
+    CONSTRAINT events_payload_object CHECK ((json_typeof(payload) = 'object'::text)),
+    CONSTRAINT events_stream_check CHECK (((stream ~ '^[a-z][a-z_]*(:[^[:cntrl:]]+)?$'::text) AND (octet_length(stream) <= 300))),
+    CONSTRAINT events_type_check CHECK ((type ~ '^[a-z][a-z_]*(\.[a-z][a-z_]*)+$'::text)),
+    CONSTRAINT events_version_check CHECK ((version >= 1))
+);
+
+
+--
+-- Name: events_default; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.events_default (
+    "position" bigint DEFAULT nextval('ledger.events_position_seq'::regclass) NOT NULL,
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    stream text NOT NULL,
+    version bigint NOT NULL,
+    type text NOT NULL,
+    payload json NOT NULL,
+    metadata json DEFAULT '{}'::json NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    hash bytea GENERATED ALWAYS AS (ledger.event_hash(stream, version, type, payload, metadata, recorded_at)) STORED NOT NULL,
+    CONSTRAINT events_metadata_object CHECK ((json_typeof(metadata) = 'object'::text)),
+    CONSTRAINT events_payload_object CHECK ((json_typeof(payload) = 'object'::text)),
+    CONSTRAINT events_stream_check CHECK (((stream ~ '^[a-z][a-z_]*(:[^[:cntrl:]]+)?$'::text) AND (octet_length(stream) <= 300))),
+    CONSTRAINT events_type_check CHECK ((type ~ '^[a-z][a-z_]*(\.[a-z][a-z_]*)+$'::text)),
+    CONSTRAINT events_version_check CHECK ((version >= 1))
 );
 
 
@@ -4879,6 +5404,27 @@ COMMENT ON TABLE ledger.skill_trust_keys IS 'Trusted publisher keys (trust.key_a
 
 
 --
+-- Name: stream_heads; Type: TABLE; Schema: ledger; Owner: -
+--
+
+CREATE TABLE ledger.stream_heads (
+    stream text NOT NULL,
+    version bigint NOT NULL,
+    prior bigint NOT NULL,
+    CONSTRAINT stream_heads_prior_check CHECK ((prior >= 0)),
+    CONSTRAINT stream_heads_version_check CHECK ((version >= 1))
+)
+WITH (fillfactor='80');
+
+
+--
+-- Name: TABLE stream_heads; Type: COMMENT; Schema: ledger; Owner: -
+--
+
+COMMENT ON TABLE ledger.stream_heads IS 'Each stream''s newest version; keeps (stream, version) unique across the partitions of ledger.events.';
+
+
+--
 -- Name: execledger_definitions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4907,6 +5453,48 @@ CREATE TABLE public.execledger_schema_version (
 
 
 --
+-- Name: events_0; Type: TABLE ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.events ATTACH PARTITION ledger.events_0 FOR VALUES FROM (MINVALUE) TO ('XID');
+
+
+--
+-- Name: events_XID; Type: TABLE ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.events ATTACH PARTITION ledger.events_XID FOR VALUES FROM ('XID') TO ('XID');
+
+
+--
+-- Name: events_XID; Type: TABLE ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.events ATTACH PARTITION ledger.events_XID FOR VALUES FROM ('XID') TO ('XID');
+
+
+--
+-- Name: events_XID; Type: TABLE ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.events ATTACH PARTITION ledger.events_XID FOR VALUES FROM ('XID') TO ('XID');
+
+
+--
+-- Name: events_default; Type: TABLE ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.events ATTACH PARTITION ledger.events_default DEFAULT;
+
+
+--
+-- Name: events position; Type: DEFAULT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.events ALTER COLUMN "position" SET DEFAULT nextval('ledger.events_position_seq'::regclass);
+
+
+--
 -- Name: audit_trail audit_trail_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
 --
 
@@ -4931,10 +5519,34 @@ ALTER TABLE ONLY ledger.checkpoints
 
 
 --
--- Name: events events_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+-- Name: event_archives event_archives_partition_name_key; Type: CONSTRAINT; Schema: ledger; Owner: -
 --
 
-ALTER TABLE ONLY ledger.events
+ALTER TABLE ONLY ledger.event_archives
+    ADD CONSTRAINT event_archives_partition_name_key UNIQUE (partition_name);
+
+
+--
+-- Name: event_archives event_archives_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.event_archives
+    ADD CONSTRAINT event_archives_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: event_partitioning event_partitioning_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.event_partitioning
+    ADD CONSTRAINT event_partitioning_pkey PRIMARY KEY (one);
+
+
+--
+-- Name: events_0 events_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.events_0
     ADD CONSTRAINT events_pkey PRIMARY KEY (stream, version);
 
 
@@ -5139,6 +5751,14 @@ ALTER TABLE ONLY ledger.skills
 
 
 --
+-- Name: stream_heads stream_heads_pkey; Type: CONSTRAINT; Schema: ledger; Owner: -
+--
+
+ALTER TABLE ONLY ledger.stream_heads
+    ADD CONSTRAINT stream_heads_pkey PRIMARY KEY (stream);
+
+
+--
 -- Name: execledger_definitions execledger_definitions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -5178,7 +5798,70 @@ CREATE INDEX checkpoint_cosignatures_key_idx ON ledger.checkpoint_cosignatures U
 -- Name: events_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
 --
 
-CREATE UNIQUE INDEX events_delivery_idx ON ledger.events USING btree (tx_id, "position");
+CREATE UNIQUE INDEX events_delivery_idx ON ONLY ledger.events USING btree (tx_id, "position");
+
+
+--
+-- Name: events_0_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE UNIQUE INDEX events_0_delivery_idx ON ledger.events_0 USING btree (tx_id, "position");
+
+
+--
+-- Name: events_XID_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE UNIQUE INDEX events_XID_delivery_idx ON ledger.events_XID USING btree (tx_id, "position");
+
+
+--
+-- Name: events_XID_stream_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX events_XID_stream_idx ON ledger.events_XID USING btree (stream, version);
+
+
+--
+-- Name: events_XID_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE UNIQUE INDEX events_XID_delivery_idx ON ledger.events_XID USING btree (tx_id, "position");
+
+
+--
+-- Name: events_XID_stream_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX events_XID_stream_idx ON ledger.events_XID USING btree (stream, version);
+
+
+--
+-- Name: events_XID_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE UNIQUE INDEX events_XID_delivery_idx ON ledger.events_XID USING btree (tx_id, "position");
+
+
+--
+-- Name: events_XID_stream_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX events_XID_stream_idx ON ledger.events_XID USING btree (stream, version);
+
+
+--
+-- Name: events_default_delivery_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE UNIQUE INDEX events_default_delivery_idx ON ledger.events_default USING btree (tx_id, "position");
+
+
+--
+-- Name: events_default_stream_idx; Type: INDEX; Schema: ledger; Owner: -
+--
+
+CREATE INDEX events_default_stream_idx ON ledger.events_default USING btree (stream, version);
 
 
 --
@@ -5308,6 +5991,41 @@ CREATE INDEX skill_trust_keys_publisher_idx ON ledger.skill_trust_keys USING btr
 
 
 --
+-- Name: events_0_delivery_idx; Type: INDEX ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER INDEX ledger.events_delivery_idx ATTACH PARTITION ledger.events_0_delivery_idx;
+
+
+--
+-- Name: events_XID_delivery_idx; Type: INDEX ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER INDEX ledger.events_delivery_idx ATTACH PARTITION ledger.events_XID_delivery_idx;
+
+
+--
+-- Name: events_XID_delivery_idx; Type: INDEX ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER INDEX ledger.events_delivery_idx ATTACH PARTITION ledger.events_XID_delivery_idx;
+
+
+--
+-- Name: events_XID_delivery_idx; Type: INDEX ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER INDEX ledger.events_delivery_idx ATTACH PARTITION ledger.events_XID_delivery_idx;
+
+
+--
+-- Name: events_default_delivery_idx; Type: INDEX ATTACH; Schema: ledger; Owner: -
+--
+
+ALTER INDEX ledger.events_delivery_idx ATTACH PARTITION ledger.events_default_delivery_idx;
+
+
+--
 -- Name: checkpoint_cosignatures checkpoint_cosignatures_append_only; Type: TRIGGER; Schema: ledger; Owner: -
 --
 
@@ -5344,6 +6062,15 @@ ALTER TABLE ledger.checkpoints ENABLE ALWAYS TRIGGER checkpoints_no_truncate;
 
 
 --
+-- Name: events events_advance_stream_heads; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER events_advance_stream_heads AFTER INSERT ON ledger.events REFERENCING NEW TABLE AS new_events FOR EACH STATEMENT EXECUTE FUNCTION ledger.advance_stream_heads();
+
+ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_advance_stream_heads;
+
+
+--
 -- Name: events events_no_delete; Type: TRIGGER; Schema: ledger; Owner: -
 --
 
@@ -5368,6 +6095,15 @@ ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_truncate;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON ledger.events FOR EACH ROW EXECUTE FUNCTION ledger.refuse_change();
 
 ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_no_update;
+
+
+--
+-- Name: events events_retreat_stream_heads; Type: TRIGGER; Schema: ledger; Owner: -
+--
+
+CREATE TRIGGER events_retreat_stream_heads AFTER DELETE ON ledger.events REFERENCING OLD TABLE AS old_events FOR EACH STATEMENT EXECUTE FUNCTION ledger.retreat_stream_heads();
+
+ALTER TABLE ledger.events ENABLE ALWAYS TRIGGER events_retreat_stream_heads;
 
 
 --
@@ -5690,6 +6426,13 @@ GRANT USAGE ON SCHEMA ledger TO ledger_mcp_gateway;
 
 
 --
+-- Name: FUNCTION advance_stream_heads(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.advance_stream_heads() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION append_events(streams text[], versions bigint[], types text[], payloads text[], metadatas text[]); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -5855,6 +6598,40 @@ GRANT ALL ON FUNCTION ledger.end_run(run_id text, reason text) TO ledger_admin;
 
 
 --
+-- Name: FUNCTION event_partitions(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.event_partitions() FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.event_partitions() TO ledger_auditor;
+GRANT ALL ON FUNCTION ledger.event_partitions() TO ledger_admin;
+
+
+--
+-- Name: TABLE event_archives; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.event_archives TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.event_archives TO ledger_executor;
+GRANT SELECT ON TABLE ledger.event_archives TO ledger_admin;
+
+
+--
+-- Name: FUNCTION events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.events_archive_detach(p_partition text, p_checkpoint_size bigint, p_range_hashes bytea[], p_bundle_sha256 text) TO ledger_admin;
+
+
+--
+-- Name: FUNCTION events_archive_plan(p_partition text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.events_archive_plan(p_partition text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.events_archive_plan(p_partition text) TO ledger_admin;
+
+
+--
 -- Name: FUNCTION events_between(p_from_tx xid8, p_from_pos bigint, p_to_tx xid8, p_to_pos bigint, p_types text[]); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -5866,6 +6643,15 @@ REVOKE ALL ON FUNCTION ledger.events_between(p_from_tx xid8, p_from_pos bigint, 
 --
 
 REVOKE ALL ON FUNCTION ledger.events_in_tx(p_tx xid8, p_from_pos bigint, p_to_pos bigint, p_types text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION events_partition_ahead(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.events_partition_ahead() FROM PUBLIC;
+GRANT ALL ON FUNCTION ledger.events_partition_ahead() TO ledger_executor;
+GRANT ALL ON FUNCTION ledger.events_partition_ahead() TO ledger_admin;
 
 
 --
@@ -6225,6 +7011,13 @@ GRANT ALL ON FUNCTION ledger.read_all(after_tx xid8, after_position bigint, max_
 
 
 --
+-- Name: FUNCTION refuse_archived_rebuild(p_caller text, p_projection text); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.refuse_archived_rebuild(p_caller text, p_projection text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION refuse_change(); Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -6244,6 +7037,13 @@ REVOKE ALL ON FUNCTION ledger.refuse_log_change() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION ledger.register_waiter(executor text) FROM PUBLIC;
 GRANT ALL ON FUNCTION ledger.register_waiter(executor text) TO ledger_executor;
+
+
+--
+-- Name: FUNCTION retreat_stream_heads(); Type: ACL; Schema: ledger; Owner: -
+--
+
+REVOKE ALL ON FUNCTION ledger.retreat_stream_heads() FROM PUBLIC;
 
 
 --
@@ -6510,6 +7310,37 @@ GRANT SELECT ON TABLE ledger.checkpoints TO ledger_admin;
 
 
 --
+-- Name: TABLE event_partitioning; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.event_partitioning TO ledger_admin;
+GRANT SELECT ON TABLE ledger.event_partitioning TO ledger_auditor;
+
+
+--
+-- Name: COLUMN event_partitioning.width; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT UPDATE(width) ON TABLE ledger.event_partitioning TO ledger_admin;
+
+
+--
+-- Name: COLUMN event_partitioning.ahead; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT UPDATE(ahead) ON TABLE ledger.event_partitioning TO ledger_admin;
+
+
+--
+-- Name: TABLE events_0; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.events_0 TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.events_0 TO ledger_executor;
+GRANT SELECT ON TABLE ledger.events_0 TO ledger_admin;
+
+
+--
 -- Name: TABLE log_faults; Type: ACL; Schema: ledger; Owner: -
 --
 
@@ -6733,6 +7564,14 @@ GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_skill_admin;
 GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_executor;
 GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_auditor;
 GRANT SELECT ON TABLE ledger.skill_trust_keys TO ledger_admin;
+
+
+--
+-- Name: TABLE stream_heads; Type: ACL; Schema: ledger; Owner: -
+--
+
+GRANT SELECT ON TABLE ledger.stream_heads TO ledger_auditor;
+GRANT SELECT ON TABLE ledger.stream_heads TO ledger_admin;
 
 
 --

@@ -90,6 +90,10 @@ WHERE l.leaf_index >= $1 AND e.type <> 'checkpoint.signed'`
 	// that are not leaves (migration 017).
 	queryLogRecordFaults = `SELECT recorded, present FROM ledger.log_record_faults()`
 
+	// queryPartitionAhead creates the range partitions of ledger.events
+	// needed next and says how many (migrations/events/partitions.sql).
+	queryPartitionAhead = `SELECT ledger.events_partition_ahead()`
+
 	// queryUnsealedEvents lists them, without recording them.
 	queryUnsealedEvents = `SELECT tx_id::text::bigint, "position", stream, version, type, recorded_at, reason
 FROM ledger.unsealed_events($1)`

@@ -38,7 +38,8 @@ type SealerConfig struct {
 	// (ledger.log_faults, a log.unsealed_event) and sets the
 	// execledger_log_unsealed_events gauge (default 1 min; the first look
 	// is at the first Tick). The look is one anti-join of ledger.events
-	// with the leaves.
+	// with the leaves. The same look creates the partitions of
+	// ledger.events needed next (ledger.events_partition_ahead).
 	AuditInterval time.Duration
 	// Registerer receives the log's gauges; nil registers none.
 	Registerer prometheus.Registerer
@@ -224,6 +225,13 @@ func (s *Sealer) audit(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("ledger: look for unsealed events: %w", err)
 	}
 	s.audited = time.Now()
+	var made int
+	if err := conn.QueryRow(ctx, queryPartitionAhead).Scan(&made); err != nil {
+		return fmt.Errorf("ledger: create the partitions of ledger.events ahead: %w", err)
+	}
+	if made > 0 {
+		s.cfg.Logger.Info("created partitions of ledger.events ahead of need", slog.Int("partitions", made))
+	}
 	s.metrics.setUnsealed(present)
 	if present > 0 {
 		s.cfg.Logger.Error("events below the sealed horizon are not in the Merkle log: ledger.events was written behind the sealer (see ledger.log_faults)",

@@ -345,7 +345,7 @@ SELECT DISTINCT 'function ' || proname FROM pg_proc WHERE pronamespace = 'ledger
 UNION ALL SELECT 'view ' || viewname FROM pg_views WHERE schemaname = 'ledger'
 UNION ALL SELECT 'policy ' || tablename || '.' || policyname FROM pg_policies WHERE schemaname = 'ledger'
 UNION ALL SELECT 'trigger ' || c.relname || '.' || tg.tgname FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid
-    WHERE c.relnamespace = 'ledger'::regnamespace AND NOT tg.tgisinternal`)
+    WHERE c.relnamespace = 'ledger'::regnamespace AND NOT tg.tgisinternal AND tg.tgparentid = 0`)
 	if err != nil {
 		t.Fatal(err)
 	}

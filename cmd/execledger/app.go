@@ -120,7 +120,7 @@ Exit codes: 0 done, 1 error, 2 usage, 3 not ok, 4 timeout, 5 not found, 6 not fa
 	add(groupService, newDevCmd(e), newServeCmd(e), newConsoleCmd(e), newMCPCmd(e), newMigrateCmd(e), newBenchCmd(e))
 	add(groupClient, newSubmitCmd(e), newStatusCmd(e), newRequestsCmd(e), newCancelCmd(e), newApprovalsCmd(e), newApproveCmd(e), newDenyCmd(e))
 	add(groupAudit, newAuditCmd(e), newExportCmd(e), newVerifyCmd(e), newProveCmd(e), newWitnessCmd(e))
-	add(groupAdmin, newProjectorCmd(e), newSkillCmd(e), newPolicyCmd(e), newKeygenCmd(e))
+	add(groupAdmin, newArchiveCmd(e), newProjectorCmd(e), newSkillCmd(e), newPolicyCmd(e), newKeygenCmd(e))
 	root.AddCommand(newVersionCmd(e))
 	root.SetHelpCommand(newHelpCmd(root))
 	initCompletionCmd(root)

@@ -92,6 +92,7 @@ var neededRoles = map[string][]string{
 	"verify":    {"ledger_auditor", "ledger_admin"},
 	"prove":     {"ledger_auditor", "ledger_admin"},
 	"projector": {"ledger_admin"},
+	"archive":   {"ledger_admin"},
 	"skill":     {"ledger_skill_admin"},
 	"serve":     {"ledger_executor"},
 }

@@ -236,6 +236,9 @@ func runVerifyDB(ctx context.Context, e *env, cfgPath string, k verifyKeyFlags, 
 			fmt.Fprintf(w, "; newer checkpoint %d not verified: %s", rep.Unclean.Size, rep.Unclean)
 		}
 		fmt.Fprintln(w)
+		if rep.Archived > 0 {
+			fmt.Fprintf(w, "archived: %d leaves checked against the tree by their archives' compact ranges (ledger.event_archives), not their events\n", rep.Archived)
+		}
 		if m := rep.ReadModel; m.Checked {
 			fmt.Fprintf(w, "read model: %d final requests, %d pending (ended in the last %s or attested but not yet sealed)",
 				m.Final, m.Pending, export.DefaultPendingAfter)

@@ -100,7 +100,10 @@ type Report struct {
 	NewestSize   uint64 `json:"newest_size"`  // the size of the checkpoint the events are proved against
 	NewestRoot   []byte `json:"newest_root,omitempty"`
 	Witnesses    int    `json:"witnesses"` // witness keys whose cosignature of the newest checkpoint verified
-	Fault        *Fault `json:"fault,omitempty"`
+	// Archived is how many leaves were checked by their archive's
+	// compact range instead of their events (VerifyLive).
+	Archived uint64 `json:"archived_leaves,omitempty"`
+	Fault    *Fault `json:"fault,omitempty"`
 }
 
 // fault builds a Fault; the where-setters below fill it in.

@@ -50,6 +50,26 @@ type Scope struct {
 	Run       string     `json:"run,omitempty"`       // with Principal: that principal's requests of one run
 	Since     *time.Time `json:"since,omitempty"`
 	Until     *time.Time `json:"until,omitempty"`
+	// Leaves: an archive bundle (execledger archive) holds exactly the
+	// leaves [Begin, End) of a detached partition, every one; streams may
+	// begin before Begin and go on after End.
+	Leaves *LeafRange `json:"leaves,omitempty"`
+}
+
+// LeafRange is the leaves [Begin, End).
+type LeafRange struct {
+	Begin uint64 `json:"begin"`
+	End   uint64 `json:"end"`
+}
+
+// Archived is a range of leaves [Begin, End) whose events were archived
+// and detached from the database (ledger.event_archives): Hashes are the
+// compact range of those leaves (compact.RangeNodes(Begin, End)) as the
+// archive recorded them from the bundle that verified. VerifyLive checks
+// them against the tree in their events' place.
+type Archived struct {
+	Begin, End uint64
+	Hashes     [][]byte
 }
 
 // KeyIDs are the fingerprints of the keys that signed what a bundle holds.

@@ -33,6 +33,11 @@ func (v *Verifier) version(e *Event) (*stream, *Fault) {
 	s := v.streams[e.Stream]
 	if s == nil {
 		s = &stream{}
+		// The stream may have begun before the archive's leaves, or in
+		// an archived range before this leaf (VerifyLive).
+		if v.scope.Leaves != nil || len(v.archived) > 0 && v.archived[0].Begin < e.Leaf {
+			s.last = e.Version - 1
+		}
 		v.streams[e.Stream] = s
 	}
 	gapless := v.scope.Full || strings.HasPrefix(e.Stream, requestPrefix)

@@ -50,7 +50,16 @@ func (v *Verifier) rangeProof(r *Range) *Fault {
 			atLeaf(r.Begin).atCheckpoint(newest.size)
 	case r.Begin < v.nextLeaf:
 		return fault(Reordered, "range [%d, %d) comes after a range that ended at leaf %d", r.Begin, r.End, v.nextLeaf).atLeaf(r.Begin)
-	case v.scope.Full && r.Begin > v.nextLeaf:
+	case v.scope.Leaves != nil && r.End > v.scope.Leaves.End:
+		return fault(InclusionFailed, "range [%d, %d) goes beyond the archive's leaves [%d, %d)", r.Begin, r.End, v.scope.Leaves.Begin, v.scope.Leaves.End).
+			atLeaf(r.Begin)
+	case (v.scope.Full || v.scope.Leaves != nil) && r.Begin > v.nextLeaf:
+		if f, ok := v.archivedGap(r); ok {
+			if f != nil {
+				return f
+			}
+			break
+		}
 		return v.missingLeaf(v.nextLeaf, "the next range of a full bundle begins at leaf %d", r.Begin)
 	}
 	// Cloned: a compact range appends to its hashes in place.
@@ -133,6 +142,9 @@ func (v *Verifier) leafMismatch(e *Event, computed [32]byte) *Fault {
 // checkpoint's root.
 func (v *Verifier) closeRange(o *openRange) *Fault {
 	newest := v.newest()
+	if v.prefix != nil {
+		v.prefix = cloneRange(o.tree)
+	}
 	var root []byte
 	err := o.tree.AppendRange(o.right, nil)
 	if err == nil {
@@ -144,4 +156,80 @@ func (v *Verifier) closeRange(o *openRange) *Fault {
 	}
 	o.tree, o.right = nil, nil
 	return nil
+}
+
+func cloneRange(r *compact.Range) *compact.Range {
+	c, _ := rangeFactory.NewRange(r.Begin(), r.End(), slices.Clone(r.Hashes()))
+	return c
+}
+
+// archivedGap checks a full scope's range that begins after the last one
+// ended: ok when archived ranges tile the leaves between, and then a fault
+// unless the ranges read so far and the archives' compact ranges are
+// exactly the range's left proof.
+func (v *Verifier) archivedGap(r *Range) (*Fault, bool) {
+	if !v.scope.Full || v.prefix == nil || v.prefix.End() != v.nextLeaf {
+		return nil, false
+	}
+	joined, ok := v.joinArchived(v.nextLeaf, r.Begin)
+	if !ok {
+		return nil, false
+	}
+	if joined == nil {
+		return fault(InclusionFailed, "the archived leaves before leaf %d do not join the leaves before them (ledger.event_archives)", r.Begin).atLeaf(v.nextLeaf), true
+	}
+	if !slices.EqualFunc(joined.Hashes(), r.Left, bytes.Equal) {
+		return fault(InclusionFailed, "the archived leaves [%d, %d) (ledger.event_archives) are not the tree's: range [%d, %d)'s left proof differs",
+			v.nextLeaf, r.Begin, r.Begin, r.End).atLeaf(v.nextLeaf), true
+	}
+	return nil, true
+}
+
+// archivedTail reports whether archived ranges tile the leaves from the
+// last range's end to the newest checkpoint, and a fault unless they lead,
+// after the ranges read, to its root.
+func (v *Verifier) archivedTail(newest checkpoint) (*Fault, bool) {
+	if v.prefix == nil || v.prefix.End() != v.nextLeaf {
+		return nil, false
+	}
+	joined, ok := v.joinArchived(v.nextLeaf, newest.size)
+	if !ok {
+		return nil, false
+	}
+	var root []byte
+	var err error
+	if joined != nil {
+		root, err = joined.GetRootHash(nil)
+	}
+	if joined == nil || err != nil || !bytes.Equal(root, newest.root) {
+		return fault(InclusionFailed, "the archived leaves [%d, %d) (ledger.event_archives) do not lead to the root of checkpoint %d",
+			v.nextLeaf, newest.size, newest.size).atLeaf(v.nextLeaf).atCheckpoint(newest.size), true
+	}
+	return nil, true
+}
+
+// joinArchived joins the prefix with the archived ranges that tile
+// [from, to): ok reports whether they tile it; the joined range is nil
+// when an archive's hashes are not a compact range of its leaves.
+func (v *Verifier) joinArchived(from, to uint64) (*compact.Range, bool) {
+	var tiles []Archived
+	at := from
+	for _, a := range v.archived {
+		if a.Begin == at && a.End <= to {
+			tiles = append(tiles, a)
+			at = a.End
+		}
+	}
+	if at != to || len(tiles) == 0 {
+		return nil, false
+	}
+	joined := cloneRange(v.prefix)
+	for _, a := range tiles {
+		cr, err := rangeFactory.NewRange(a.Begin, a.End, slices.Clone(a.Hashes))
+		if err != nil || joined.AppendRange(cr, nil) != nil {
+			return nil, true
+		}
+		v.rep.Archived += a.End - a.Begin
+	}
+	return joined, true
 }

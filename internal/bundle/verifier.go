@@ -1,6 +1,9 @@
 package bundle
 
-import "golang.org/x/mod/sumdb/note"
+import (
+	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/note"
+)
 
 // phase is where in a bundle the verifier is.
 type phase int
@@ -30,6 +33,11 @@ type Verifier struct {
 
 	open     *openRange // the range whose events are being read
 	nextLeaf uint64     // the end of the last range
+
+	// archived ranges (VerifyLive), ascending; prefix is the compact
+	// range [0, nextLeaf) the ranges read so far lead to.
+	archived []Archived
+	prefix   *compact.Range
 	sealed   []sealedLeaf
 
 	streams  map[string]*stream
@@ -212,6 +220,15 @@ func (v *Verifier) header(h *Header) *Fault {
 	}
 	v.scope = h.Scope
 	v.rep.Scope = &v.scope
+	if l := h.Scope.Leaves; l != nil {
+		if h.Scope.Full || l.Begin >= l.End {
+			return fault(Malformed, "the scope's leaves [%d, %d) are empty, or the scope is also full", l.Begin, l.End)
+		}
+		v.nextLeaf = l.Begin
+	}
+	if len(v.archived) > 0 {
+		v.prefix = rangeFactory.NewEmptyRange(0)
+	}
 	v.phase = phaseCheckpoints
 	return nil
 }
@@ -226,6 +243,17 @@ func (v *Verifier) end(e *End) *Fault {
 			atLeaf(o.next)
 	}
 	if v.scope.Full && v.nextLeaf < newest.size {
+		if f, ok := v.archivedTail(newest); ok {
+			if f != nil {
+				return f
+			}
+			v.nextLeaf = newest.size
+		}
+	}
+	if l := v.scope.Leaves; l != nil && v.nextLeaf < l.End {
+		return fault(MissingEvent, "leaves [%d, %d) of the archive's [%d, %d) are absent", v.nextLeaf, l.End, l.Begin, l.End).atLeaf(v.nextLeaf)
+	}
+	if v.scope.Full && v.nextLeaf < newest.size {
 		return fault(MissingEvent, "leaves [%d, %d) of checkpoint %d are absent from a full bundle", v.nextLeaf, newest.size, newest.size).
 			atLeaf(v.nextLeaf).atCheckpoint(newest.size)
 	}
@@ -234,7 +262,8 @@ func (v *Verifier) end(e *End) *Fault {
 		f.Stream = requestPrefix + id
 		return f
 	}
-	if f := v.unattested(); f != nil {
+	// An archive's requests may be attested after its last leaf.
+	if f := v.unattested(); f != nil && v.scope.Leaves == nil {
 		return f
 	}
 	if e.Events != v.rep.Events || e.Checkpoints != v.rep.Checkpoints {

@@ -27,8 +27,9 @@ type plan struct {
 	// full: every leaf [0, newest.Size) and every checkpoint up to it.
 	// Else the leaves and the checkpoints (besides the newest) listed.
 	full        bool
-	leaves      []uint64 // ascending
-	checkpoints []uint64 // ascending, below newest.Size
+	span        *bundle.LeafRange // an archive: the leaves [Begin, End) and every checkpoint
+	leaves      []uint64          // ascending
+	checkpoints []uint64          // ascending, below newest.Size
 
 	// What produce emitted, once it returned.
 	events, requests, ranges, written int64
@@ -38,8 +39,11 @@ type plan struct {
 
 // total is how many leaves the plan reads.
 func (p *plan) total() int64 {
-	if p.full {
+	switch {
+	case p.full:
 		return int64(p.newest.Size)
+	case p.span != nil:
+		return int64(p.span.End - p.span.Begin)
 	}
 	return int64(len(p.leaves))
 }
@@ -92,7 +96,7 @@ func (p *plan) produceCheckpoints(ctx context.Context, db ledger.DBTX, emit func
 		}
 		return nil
 	}
-	if !p.full {
+	if !p.full && p.span == nil {
 		cs := make([]ledger.Checkpoint, 0, len(p.checkpoints)+1)
 		for _, size := range p.checkpoints {
 			c, err := ledger.CheckpointAt(ctx, db, size)
@@ -156,9 +160,13 @@ func (p *plan) produceLeaves(ctx context.Context, db ledger.DBTX, emit func(bund
 		}
 		return nil
 	}
-	if p.full {
-		for begin := uint64(0); begin < size; begin += chunkLeaves {
-			events, err := readLeafRange(ctx, db, begin, min(begin+chunkLeaves, size))
+	if p.full || p.span != nil {
+		from, to := uint64(0), size
+		if p.span != nil {
+			from, to = p.span.Begin, p.span.End
+		}
+		for begin := from; begin < to; begin += chunkLeaves {
+			events, err := readLeafRange(ctx, db, begin, min(begin+chunkLeaves, to))
 			if err != nil {
 				return err
 			}

@@ -158,7 +158,9 @@ WHERE state IN ('succeeded', 'failed', 'denied', 'cancelled')`
 	// queryReadModelFaults lists the final requests of the read model
 	// whose attestation is not the one the log sealed below $1: none in
 	// the stream, one not sealed below $1, or another digest. recent: it
-	// ended less than $2 seconds ago.
+	// ended less than $2 seconds ago. A request whose attestation and
+	// first event are in an archived partition (execledger archive) is
+	// not looked at: its events are in the archive's bundle.
 	queryReadModelFaults = `SELECT r.id::text, r.state, r.attestation_digest, r.finished_at,
        coalesce(clock_timestamp() - r.finished_at < make_interval(secs => $2), false),
        a.digest, a.leaf_index
@@ -174,6 +176,8 @@ LEFT JOIN LATERAL (
 WHERE r.state IN ('succeeded', 'failed', 'denied', 'cancelled')
   AND (a.digest IS NULL OR a.leaf_index IS NULL OR a.leaf_index >= $1
        OR a.digest IS DISTINCT FROM r.attestation_digest)
+  AND NOT (a.digest IS NULL AND EXISTS (SELECT 1 FROM ledger.event_archives x WHERE x.events > 0)
+           AND NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.stream = 'request:' || r.id::text AND e.version = 1))
 ORDER BY r.finished_at, r.id`
 
 	// queryAttestedRequests reads the requests after id $2 (up to $3)
@@ -208,4 +212,28 @@ LIMIT $3`
 	// the log and compared (not the log itself).
 	queryRebuildable = `SELECT name FROM ledger.projections
 WHERE mode IN ('inline', 'async') AND cardinality(tables) > 0 ORDER BY name`
+)
+
+// The partitions of ledger.events and their archives (events/partitions.sql,
+// events/archive.sql).
+const (
+	queryPartitions = `SELECT name, from_tx_id::text, to_tx_id::text, is_default,
+       first_tx_id::text, first_position, last_tx_id::text, last_position
+FROM ledger.event_partitions()
+ORDER BY is_default, from_tx_id NULLS FIRST`
+
+	queryArchivePlan = `SELECT from_tx_id::text, to_tx_id::text, first_leaf, last_leaf, first_position, last_position, events
+FROM ledger.events_archive_plan($1)`
+
+	queryArchiveDetach = `SELECT id, partition_name, events, first_leaf, last_leaf, first_position, last_position,
+       checkpoint_size, bundle_sha256, archived_at, archived_by
+FROM ledger.events_archive_detach($1, $2, $3, $4)`
+
+	queryArchivedRanges = `SELECT first_leaf, last_leaf, range_hashes FROM ledger.event_archives
+WHERE events > 0 ORDER BY first_leaf`
+
+	// queryArchives lists the archived partitions, oldest first.
+	queryArchives = `SELECT id, partition_name, events, first_leaf, last_leaf, first_position, last_position,
+       checkpoint_size, bundle_sha256, archived_at, archived_by
+FROM ledger.event_archives ORDER BY id`
 )

@@ -1,3 +1,5 @@
+-- depends: events/archive.sql
+
 -- The rebuild functions refuse the log: its leaves and nodes are not
 -- derived state that can be thrown away and built again, they are what
 -- the signed checkpoints commit to.
@@ -18,6 +20,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_rebuild_begin: % is the Merkle log, which signed checkpoints commit to; it is never rebuilt', p_name
             USING ERRCODE = 'feature_not_supported', HINT = 'execledger verify --db checks it from the first leaf';
     END IF;
+    PERFORM ledger.refuse_archived_rebuild('ledger.projection_rebuild_begin', p_name);
     -- Shadow tables are unlogged (a rebuild writes each row twice, once
     -- there and once in the swap), and PostgreSQL empties unlogged tables
     -- when it recovers from a crash: a rebuild begun before the server

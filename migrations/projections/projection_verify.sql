@@ -1,4 +1,5 @@
 -- depends: projections/projection_apply.sql
+-- depends: events/archive.sql
 
 -- Verify: rebuild into scratch tables (temporary, dropped at commit) and
 -- compare every row with the live tables, as of the caller's snapshot,
@@ -26,6 +27,7 @@ BEGIN
         RAISE EXCEPTION 'ledger.projection_verify: run it in a REPEATABLE READ transaction, so that the live tables and the log are read at one moment'
             USING ERRCODE = 'invalid_transaction_state';
     END IF;
+    PERFORM ledger.refuse_archived_rebuild('ledger.projection_verify', p_name);
     SELECT * INTO p FROM ledger.projections x WHERE x.name = p_name;
     IF NOT FOUND OR cardinality(p.tables) = 0 THEN
         RAISE EXCEPTION 'ledger.projection_verify: no SQL projection %', p_name USING ERRCODE = 'no_data_found';
